@@ -1,0 +1,55 @@
+# txstate-spark: the commands users and CI run. Everything is installed on first use.
+#   make demo   build the jar and run a real streaming job on local Spark with our provider
+#   make test   sbt tests, then pytest against real Spark
+#   make jar    the plugin jar alone (spark-submit --jars, Databricks cluster library)
+#   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with the jar inside
+
+SHELL := /bin/bash
+VERSION := $(shell cat VERSION)
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+SBT := build/sbt
+JAR := target/txstate-spark_2.13-$(VERSION).jar
+WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
+PY_SOURCES := $(shell find python -name '*.py' -not -path '*/build/*' 2>/dev/null)
+SCALA_SOURCES := $(shell find jvm -name '*.scala' 2>/dev/null) build.sbt VERSION project/build.properties
+
+export TXSTATE_SPARK_JAR := $(CURDIR)/$(JAR)
+export PYTHONPATH := $(CURDIR)/python
+export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
+export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
+
+.PHONY: demo test test-jvm test-python jar wheel venv bench bench-quick clean
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+jar: $(JAR)
+$(JAR): $(VENV)/.installed $(SCALA_SOURCES)
+	$(SBT) package
+
+wheel: $(WHEEL)
+$(WHEEL): $(JAR) $(PY_SOURCES) python/pyproject.toml
+	rm -rf python/txstate_spark/jars python/build && mkdir -p python/txstate_spark/jars dist
+	cp $(JAR) python/txstate_spark/jars/
+	$(VPY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist ./python
+	rm -rf python/txstate_spark/jars python/build python/*.egg-info
+
+demo: $(JAR)
+	$(VPY) -m txstate_spark.demo
+
+test: test-jvm test-python
+
+test-jvm: $(VENV)/.installed
+	$(SBT) test
+
+test-python: $(JAR) $(WHEEL)
+	$(VPY) -m pytest tests
+
+clean:
+	rm -rf target project/target project/project dist python/build python/txstate_spark/jars
