@@ -1,0 +1,39 @@
+package txstate.engine
+
+import java.util.{Arrays, Comparator}
+
+/** Byte-string keys in RocksDB's default order: unsigned lexicographic. */
+object ByteKeys {
+  val ordering: Comparator[Array[Byte]] = (a: Array[Byte], b: Array[Byte]) => Arrays.compareUnsigned(a, b)
+
+  def compare(a: Array[Byte], b: Array[Byte]): Int = Arrays.compareUnsigned(a, b)
+
+  def startsWith(key: Array[Byte], prefix: Array[Byte]): Boolean =
+    key.length >= prefix.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length)
+
+  /** The smallest key greater than every key starting with `prefix`; None when the prefix is all 0xFF. */
+  def prefixUpperBound(prefix: Array[Byte]): Option[Array[Byte]] = {
+    var i = prefix.length - 1
+    while (i >= 0 && prefix(i) == 0xff.toByte) i -= 1
+    if (i < 0) None
+    else {
+      val bound = Arrays.copyOf(prefix, i + 1)
+      bound(i) = (bound(i) + 1).toByte
+      Some(bound)
+    }
+  }
+
+  /** True when `key` lies in [from, until), an absent `until` meaning unbounded. */
+  def inRange(key: Array[Byte], from: Array[Byte], until: Option[Array[Byte]]): Boolean =
+    compare(key, from) >= 0 && until.forall(compare(key, _) < 0)
+}
+
+/** A half-open key range [from, until); `until = None` runs to the end of the key space. */
+final case class KeyRange(from: Array[Byte], until: Option[Array[Byte]]) {
+  def contains(key: Array[Byte]): Boolean = ByteKeys.inRange(key, from, until)
+}
+
+object KeyRange {
+  val all: KeyRange = KeyRange(Array.emptyByteArray, None)
+  def prefix(p: Array[Byte]): KeyRange = KeyRange(p, ByteKeys.prefixUpperBound(p))
+}

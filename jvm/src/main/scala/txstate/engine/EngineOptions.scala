@@ -1,0 +1,24 @@
+package txstate.engine
+
+/**
+ * Native memory and tuning of one local database. Defaults keep one store instance small, since an
+ * executor hosts one per stateful partition (shuffle partitions x operators x stores).
+ *
+ * @param blockCacheBytes  LRU block cache for reads (per store instance)
+ * @param writeBufferBytes size of one memtable
+ * @param maxWriteBuffers  memtables per column family before writes stall on flush
+ * @param replayChunkBytes the largest WriteBatch built while replaying a changelog
+ */
+final case class EngineOptions(
+    blockCacheBytes: Long = 8L << 20,
+    writeBufferBytes: Long = 16L << 20,
+    maxWriteBuffers: Int = 3,
+    replayChunkBytes: Long = 32L << 20) {
+  require(blockCacheBytes > 0, s"blockCacheBytes must be > 0, got $blockCacheBytes")
+  require(writeBufferBytes > 0, s"writeBufferBytes must be > 0, got $writeBufferBytes")
+  require(maxWriteBuffers >= 2, s"maxWriteBuffers must be >= 2, got $maxWriteBuffers")
+  require(replayChunkBytes > 0, s"replayChunkBytes must be > 0, got $replayChunkBytes")
+
+  /** The most native memory one store instance may hold in caches and memtables. */
+  def nativeMemoryBound: Long = blockCacheBytes + 2L * writeBufferBytes * maxWriteBuffers
+}

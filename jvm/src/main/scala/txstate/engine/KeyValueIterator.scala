@@ -1,0 +1,107 @@
+package txstate.engine
+
+import org.rocksdb.{ReadOptions, RocksIterator, Slice}
+
+/** A key-value pair read from a store. The arrays are owned by the caller. */
+final case class KeyValue(key: Array[Byte], value: Array[Byte])
+
+/**
+ * An iterator over native resources: it closes them when exhausted, and `close()` may be called
+ * at any time (and more than once) to release them early.
+ */
+trait KeyValueIterator extends Iterator[KeyValue] with AutoCloseable
+
+/** Committed rows of one RocksDB column family within a key range; owns its native objects. */
+private[engine] final class RocksRangeIterator(open: ReadOptions => RocksIterator, range: KeyRange)
+    extends KeyValueIterator {
+  private val upperBound: Option[Slice] = range.until.map(new Slice(_))
+  private val readOptions = {
+    val ro = new ReadOptions()
+    upperBound.foreach(ro.setIterateUpperBound)
+    ro
+  }
+  private val it = open(readOptions)
+  private var closed = false
+  it.seek(range.from)
+
+  def hasNext: Boolean = !closed && {
+    val valid = it.isValid
+    if (!valid) { it.status(); close() }
+    valid
+  }
+
+  def next(): KeyValue = {
+    if (!hasNext) throw new NoSuchElementException("txstate: iterator is exhausted")
+    val kv = KeyValue(it.key(), it.value())
+    it.next()
+    kv
+  }
+
+  def close(): Unit = if (!closed) {
+    closed = true
+    it.close()
+    readOptions.close()
+    upperBound.foreach(_.close())
+  }
+}
+
+/**
+ * Read-your-writes view: committed rows from RocksDB merged with a transaction's buffer. Buffered
+ * values win, tombstones hide, and buffered range deletes hide every committed row they cover.
+ */
+private[engine] final class MergedIterator(
+    committed: KeyValueIterator,
+    buffer: WriteBuffer,
+    range: KeyRange,
+    onClose: KeyValueIterator => Unit) extends KeyValueIterator {
+  private val bufferedWrites = buffer.writesIn(range)
+  private var nextBuffered: java.util.Map.Entry[Array[Byte], BufferedWrite] = advanceBuffered()
+  private var nextCommitted: Option[KeyValue] = advanceCommitted()
+  private var pending: Option[KeyValue] = None
+
+  private def advanceBuffered() = if (bufferedWrites.hasNext) bufferedWrites.next() else null
+
+  private def advanceCommitted(): Option[KeyValue] = {
+    var found: Option[KeyValue] = None
+    while (found.isEmpty && committed.hasNext) {
+      val kv = committed.next()
+      if (!buffer.hidesCommitted(kv.key)) found = Some(kv)
+    }
+    found
+  }
+
+  private def fill(): Unit = {
+    while (pending.isEmpty && (nextBuffered != null || nextCommitted.isDefined)) {
+      val cmp =
+        if (nextBuffered == null) 1
+        else nextCommitted.fold(-1)(c => ByteKeys.compare(nextBuffered.getKey, c.key))
+      if (cmp <= 0) {
+        val entry = nextBuffered
+        nextBuffered = advanceBuffered()
+        if (cmp == 0) nextCommitted = advanceCommitted()
+        entry.getValue match {
+          case BufferedWrite.Value(v) => pending = Some(KeyValue(entry.getKey, v))
+          case BufferedWrite.Tombstone => ()
+        }
+      } else {
+        pending = nextCommitted
+        nextCommitted = advanceCommitted()
+      }
+    }
+    if (pending.isEmpty) close()
+  }
+
+  def hasNext: Boolean = { fill(); pending.isDefined }
+
+  def next(): KeyValue = {
+    fill()
+    val kv = pending.getOrElse(throw new NoSuchElementException("txstate: iterator is exhausted"))
+    pending = None
+    kv
+  }
+
+  def close(): Unit = {
+    committed.close()
+    onClose(this)
+  }
+}

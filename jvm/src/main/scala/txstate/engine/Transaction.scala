@@ -1,0 +1,97 @@
+package txstate.engine
+
+import java.util.Arrays
+
+/**
+ * One micro-batch's uncommitted work over the committed database (read-your-writes).
+ *
+ * Keeps the exact live key count: every write learns whether its key was visible before. Reads
+ * remember the committed existence of the last key they looked up, because Spark's operators read
+ * a key right before they write it (aggregation, deduplication, joins): the write then costs no
+ * second lookup. Blind writes ask the bloom filter first.
+ */
+final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint) {
+  private[engine] val buffer = new WriteBuffer
+
+  private var keyDelta = 0L
+  private var probedKey: Array[Byte] = Array.emptyByteArray
+  private var probedValue: Option[Array[Byte]] = None
+  private var probeValid = false
+  // Iterators Spark may abandon half-way: closed for it when the transaction ends.
+  private val openIterators = java.util.Collections.newSetFromMap(
+    new java.util.IdentityHashMap[KeyValueIterator, java.lang.Boolean]())
+
+  /** Exact live keys if this transaction committed now. */
+  def numKeys: Long = base.numKeys + keyDelta
+
+  def uncommittedEntries: Long = buffer.entryCount
+  def uncommittedBytes: Long = buffer.byteSize
+  def isEmpty: Boolean = buffer.isEmpty
+
+  def get(key: Array[Byte]): Option[Array[Byte]] = buffer.lookup(key) match {
+    case Some(BufferedWrite.Value(v)) => Some(v)
+    case Some(BufferedWrite.Tombstone) => None
+    case None => if (buffer.hidesCommitted(key)) None else committedValue(key)
+  }
+
+  def exists(key: Array[Byte]): Boolean = get(key).isDefined
+
+  def put(key: Array[Byte], value: Array[Byte]): Unit = {
+    if (!exists(key)) keyDelta += 1
+    buffer.put(key, value)
+  }
+
+  def delete(key: Array[Byte]): Unit = {
+    if (exists(key)) {
+      keyDelta -= 1
+      buffer.delete(key)
+    }
+  }
+
+  /** Deletes every key in [from, until). Costs a scan of the range to keep the key count exact. */
+  def deleteRange(from: Array[Byte], until: Array[Byte]): Unit = {
+    if (ByteKeys.compare(from, until) < 0) {
+      var removed = 0L
+      val it = iterator(KeyRange(from, Some(until)))
+      try it.foreach(_ => removed += 1) finally it.close()
+      keyDelta -= removed
+      buffer.deleteRange(from, until)
+    }
+  }
+
+  /** Live rows in `range`, in key order, merging this transaction's writes over the committed rows. */
+  def iterator(range: KeyRange): KeyValueIterator = {
+    val it = new MergedIterator(engine.committedRange(range), buffer, range, closed => openIterators.remove(closed))
+    openIterators.add(it)
+    it
+  }
+
+  /** Closes iterators the caller did not exhaust or close. Called when the transaction ends. */
+  def closeIterators(): Unit = {
+    val open = openIterators.toArray(new Array[KeyValueIterator](0))
+    open.foreach(_.close())
+    openIterators.clear()
+  }
+
+  /** Drops all uncommitted work: O(buffered writes), never touches the database or the checkpoint. */
+  def discard(): Unit = {
+    closeIterators()
+    buffer.clear()
+    keyDelta = 0L
+    probeValid = false
+  }
+
+  /** Changes in apply order (range deletes, then point writes by key). */
+  def changes: Iterator[ChangeRecord] = buffer.changes
+
+  private def committedValue(key: Array[Byte]): Option[Array[Byte]] = {
+    if (probeValid && Arrays.equals(probedKey, key)) probedValue
+    else {
+      val value = if (engine.mayExist(key)) Option(engine.readCommitted(key)) else None
+      probedKey = key
+      probedValue = value
+      probeValid = true
+      value
+    }
+  }
+}

@@ -1,0 +1,55 @@
+package txstate.spark
+
+import java.util.Locale
+
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf
+
+import txstate.engine.EngineOptions
+
+/**
+ * Our settings, read once from the `spark.sql.streaming.stateStore.txstate.*` keys that Spark
+ * hands every provider in `StateStoreConf.sqlConfs`. Unknown keys under our prefix are rejected,
+ * so a typo never silently falls back to a default.
+ */
+final case class TxStateConf(
+    localDir: Option[String],
+    engine: EngineOptions,
+    checkpointIdsInFileNames: Boolean)
+
+object TxStateConf {
+  val prefix = "spark.sql.streaming.stateStore.txstate."
+
+  /** Every setting we define, with its meaning (also documented in conf/ and the README). */
+  val settings: Map[String, String] = Map(
+    "localDir" -> "directory for the local RocksDB working copies (default: the executor's SparkFiles root)",
+    "blockCacheSizeMB" -> "RocksDB block cache per store instance, in MiB (default 8)",
+    "writeBufferSizeMB" -> "RocksDB memtable size per store instance, in MiB (default 16)",
+    "maxWriteBufferNumber" -> "RocksDB memtables per store instance before writes wait for a flush (default 3)")
+
+  def from(conf: StateStoreConf): TxStateConf = {
+    val ours = conf.sqlConfs.collect { case (k, v) if k.startsWith(prefix) => k.stripPrefix(prefix) -> v.trim }
+    val unknown = ours.keySet -- settings.keySet
+    if (unknown.nonEmpty) {
+      throw TxStateErrors.badSetting(unknown.toSeq.sorted.map(prefix + _).mkString(", "),
+        s"is not a txstate setting. Known settings: ${settings.keys.toSeq.sorted.map(prefix + _).mkString(", ")}")
+    }
+    val defaults = EngineOptions()
+    TxStateConf(
+      localDir = ours.get("localDir").filter(_.nonEmpty),
+      engine = EngineOptions(
+        blockCacheBytes = mebibytes(ours, "blockCacheSizeMB", defaults.blockCacheBytes),
+        writeBufferBytes = mebibytes(ours, "writeBufferSizeMB", defaults.writeBufferBytes),
+        maxWriteBuffers = int(ours, "maxWriteBufferNumber", defaults.maxWriteBuffers, min = 2)),
+      checkpointIdsInFileNames = conf.enableStateStoreCheckpointIds)
+  }
+
+  private def mebibytes(ours: Map[String, String], key: String, default: Long): Long =
+    ours.get(key).fold(default)(v => int(Map(key -> v), key, 0, min = 1).toLong << 20)
+
+  private def int(ours: Map[String, String], key: String, default: Int, min: Int): Int =
+    ours.get(key).fold(default) { raw =>
+      raw.toLowerCase(Locale.ROOT).toIntOption.filter(_ >= min).getOrElse {
+        throw TxStateErrors.badSetting(prefix + key, s"must be a whole number >= $min, got '$raw'")
+      }
+    }
+}

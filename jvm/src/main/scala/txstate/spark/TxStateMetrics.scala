@@ -1,0 +1,29 @@
+package txstate.spark
+
+import org.apache.spark.sql.execution.streaming.state.{StateStoreCustomMetric, StateStoreCustomSizeMetric, StateStoreCustomSumMetric, StateStoreCustomTimingMetric}
+
+/**
+ * The custom metrics each store reports; they show in
+ * `StreamingQueryProgress.stateOperators[].customMetrics` and in the SQL UI, summed over partitions.
+ */
+object TxStateMetrics {
+  val commitLatencyMs = StateStoreCustomTimingMetric("txstateCommitLatencyMs",
+    "txstate: time to write the changelog and commit locally (ms)")
+  val changelogBytes = StateStoreCustomSizeMetric("txstateChangelogBytes", "txstate: changelog bytes written")
+  val loadLatencyMs = StateStoreCustomTimingMetric("txstateLoadLatencyMs",
+    "txstate: time to make the requested version current (ms)")
+  val changelogsReplayed = StateStoreCustomSumMetric("txstateChangelogsReplayed",
+    "txstate: changelogs replayed while loading")
+  val rollbacks = StateStoreCustomSumMetric("txstateRollbacks",
+    "txstate: loads served by undoing the last local commit")
+  val rebuilds = StateStoreCustomSumMetric("txstateRebuilds", "txstate: loads rebuilt from the checkpoint")
+  val uncommittedEntries = StateStoreCustomSumMetric("txstateUncommittedEntriesPeak",
+    "txstate: peak uncommitted entries in the batch")
+  val uncommittedBytes = StateStoreCustomSizeMetric("txstateUncommittedBytesPeak",
+    "txstate: peak uncommitted bytes in the batch")
+  val nativeMemoryBytes = StateStoreCustomSizeMetric("txstateNativeMemoryBytes",
+    "txstate: RocksDB memtables and block cache")
+
+  val all: Seq[StateStoreCustomMetric] = Seq(commitLatencyMs, changelogBytes, loadLatencyMs, changelogsReplayed,
+    rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes)
+}

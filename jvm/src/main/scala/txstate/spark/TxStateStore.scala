@@ -1,0 +1,292 @@
+package txstate.spark
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+import txstate.engine.{KeyRange, KeyValueIterator, Transaction}
+import txstate.store.{CommitReport, LoadPath, LoadReport}
+
+/**
+ * One version of one store instance as Spark sees it, for one task: reads and writes go through a
+ * transaction (read-your-writes), `commit()` makes it durable, `abort()` drops it.
+ *
+ * Read-only views (`getReadStore`) refuse writes; `upgradeReadStoreToWriteStore` hands their
+ * transaction to a writable store without reloading anything.
+ */
+private[spark] final class TxStateStore(
+    provider: TxStateStoreProvider,
+    val id: StateStoreId,
+    val version: Long,
+    tx: Transaction,
+    load: LoadReport,
+    readOnly: Boolean) extends StateStore {
+
+  import TxStateStore._
+
+  private var state: Lifecycle = Open
+  private var commitReport: Option[CommitReport] = None
+  private var peakEntries = 0L
+  private var peakBytes = 0L
+  private var familyIds: Map[String, Int] = ColumnFamilies.registered(tx)
+
+  // ---- reads --------------------------------------------------------------------------------
+
+  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
+    val (familyId, codec) = family(colFamilyName, "get")
+    tx.get(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))) match {
+      case Some(bytes) if codec.multiValued => codec.decodeValues(bytes).nextOption().orNull
+      case Some(bytes) => codec.decodeValue(bytes)
+      case None => null
+    }
+  }
+
+  override def keyExists(key: UnsafeRow, colFamilyName: String): Boolean = {
+    val (familyId, codec) = family(colFamilyName, "keyExists")
+    tx.exists(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key)))
+  }
+
+  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] = {
+    val (familyId, codec) = family(colFamilyName, "valuesIterator")
+    tx.get(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))).fold(Iterator.empty[UnsafeRow])(codec.decodeStored)
+  }
+
+  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val (familyId, codec) = family(colFamilyName, "iterator")
+    pairs(tx.iterator(ColumnFamilies.familyRange(familyId)), codec, multi = false)
+  }
+
+  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val (familyId, codec) = family(colFamilyName, "iteratorWithMultiValues")
+    pairs(tx.iterator(ColumnFamilies.familyRange(familyId)), codec, multi = true)
+  }
+
+  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    prefixPairs(prefixKey, colFamilyName, "prefixScan", multi = false)
+
+  override def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    prefixPairs(prefixKey, colFamilyName, "prefixScanWithMultiValues", multi = true)
+
+  override def rangeScan(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow], colFamilyName: String)
+      : StateStoreIterator[UnsafeRowPair] = rangePairs(startKey, endKey, colFamilyName, "rangeScan", multi = false)
+
+  override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow], colFamilyName: String)
+      : StateStoreIterator[UnsafeRowPair] = rangePairs(startKey, endKey, colFamilyName, "rangeScanWithMultiValues", multi = true)
+
+  override def allColumnFamilyNames: Set[String] = familyIds.keySet
+
+  override def registerColFamily(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit =
+    provider.registerCodec(colFamilyName, new RowCodec(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+
+  // ---- writes -------------------------------------------------------------------------------
+
+  override def createColFamilyIfAbsent(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit = {
+    writable("createColFamilyIfAbsent")
+    provider.registerCodec(colFamilyName, new RowCodec(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+    if (!familyIds.contains(colFamilyName)) {
+      ColumnFamilies.create(tx, colFamilyName)
+      familyIds = ColumnFamilies.registered(tx)
+      track()
+    }
+  }
+
+  override def removeColFamilyIfExists(colFamilyName: String): Boolean = {
+    writable("removeColFamilyIfExists")
+    if (colFamilyName == ColumnFamilies.defaultName) {
+      throw TxStateErrors.unsupported("removeColFamilyIfExists", id, "the default column family cannot be removed")
+    }
+    val removed = ColumnFamilies.remove(tx, colFamilyName)
+    familyIds = ColumnFamilies.registered(tx)
+    track()
+    removed
+  }
+
+  override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
+    writable("put")
+    requireNonNull(key, value, "put")
+    val (familyId, codec) = family(colFamilyName, "put")
+    val stored = if (codec.multiValued) codec.encodeValues(Seq(value)) else codec.encodeValue(value)
+    tx.put(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key)), stored)
+    track()
+  }
+
+  override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
+    writable("putList")
+    val (familyId, codec) = multiFamily(colFamilyName, "putList")
+    tx.put(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key)), codec.encodeValues(values.toSeq))
+    track()
+  }
+
+  override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
+    mergeList(key, Array(value), colFamilyName)
+
+  override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
+    writable("merge")
+    val (familyId, codec) = multiFamily(colFamilyName, "merge")
+    val storedKey = ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))
+    val existing = tx.get(storedKey).getOrElse(Array.emptyByteArray)
+    tx.put(storedKey, codec.appendValues(existing, values.toSeq))
+    track()
+  }
+
+  override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
+    writable("remove")
+    val (familyId, codec) = family(colFamilyName, "remove")
+    tx.delete(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key)))
+    track()
+  }
+
+  override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit = {
+    writable("deleteRange")
+    val (familyId, codec) = family(colFamilyName, "deleteRange")
+    if (!codec.supportsDeleteRange) {
+      throw TxStateErrors.unsupported("deleteRange", id,
+        s"column family '$colFamilyName' uses ${codec.spec.getClass.getSimpleName}, whose keys are not ordered")
+    }
+    tx.deleteRange(ColumnFamilies.withPrefix(familyId, codec.encodeKey(beginKey)),
+      ColumnFamilies.withPrefix(familyId, codec.encodeKey(endKey)))
+    track()
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------------
+
+  override def commit(): Long = {
+    writable("commit")
+    val report = provider.commit(this, tx)
+    commitReport = Some(report)
+    finish(Committed)
+    report.version
+  }
+
+  override def abort(): Unit = state match {
+    case Open =>
+      tx.discard()
+      finish(Aborted)
+    case _ => () // Spark aborts from task completion listeners after a commit or a release too
+  }
+
+  override def release(): Unit = state match {
+    case Open if readOnly =>
+      tx.discard()
+      finish(Released)
+    case Open => throw TxStateErrors.unsupported("release", id, "a write store ends with commit() or abort()")
+    case _ => ()
+  }
+
+  override def hasCommitted: Boolean = state == Committed
+
+  override def metrics: StateStoreMetrics = {
+    val registryRows = familyIds.size - 1
+    val custom: Map[StateStoreCustomMetric, Long] = Map(
+      TxStateMetrics.commitLatencyMs -> commitReport.fold(0L)(_.durationMs),
+      TxStateMetrics.changelogBytes -> commitReport.fold(0L)(_.changelogBytes),
+      TxStateMetrics.loadLatencyMs -> load.durationMs,
+      TxStateMetrics.changelogsReplayed -> load.changelogsReplayed.toLong,
+      TxStateMetrics.rollbacks -> (if (load.path == LoadPath.RolledBack) 1L else 0L),
+      TxStateMetrics.rebuilds -> (if (load.path == LoadPath.Rebuilt && load.version > 0) 1L else 0L),
+      TxStateMetrics.uncommittedEntries -> peakEntries,
+      TxStateMetrics.uncommittedBytes -> peakBytes,
+      TxStateMetrics.nativeMemoryBytes -> provider.nativeMemoryUsed)
+    StateStoreMetrics(tx.numKeys - registryRows, tx.uncommittedBytes + provider.nativeMemoryUsed, custom)
+  }
+
+  override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = provider.checkpointInfo(tx.base, hasCommitted)
+
+  // ---- internals ----------------------------------------------------------------------------
+
+  private[spark] def isOpen: Boolean = state == Open
+
+  /** Gives this (read-only) store's transaction to a writable store; this one is then done. */
+  private[spark] def upgrade(): TxStateStore = {
+    if (state != Open) throw TxStateErrors.closedStore("upgradeReadStoreToWriteStore", id, state.toString)
+    state = Upgraded
+    new TxStateStore(provider, id, version, tx, load, readOnly = false)
+  }
+
+  private def finish(next: Lifecycle): Unit = {
+    state = next
+    provider.storeFinished(this)
+  }
+
+  private def track(): Unit = {
+    val entries = tx.uncommittedEntries
+    val bytes = tx.uncommittedBytes
+    if (entries > peakEntries) peakEntries = entries
+    if (bytes > peakBytes) peakBytes = bytes
+  }
+
+  private def family(name: String, operation: String): (Int, RowCodec) = {
+    // An upgraded read store stays readable: Spark reads through it while the write store writes.
+    if (state != Open && state != Upgraded) throw TxStateErrors.closedStore(operation, id, state.toString)
+    val familyId = familyIds.getOrElse(name, throw TxStateErrors.unknownColumnFamily(name, id, familyIds.keys))
+    (familyId, provider.codec(name).getOrElse(
+      throw TxStateErrors.unsupported(operation, id, s"column family '$name' has no schema registered in this task")))
+  }
+
+  private def multiFamily(name: String, operation: String): (Int, RowCodec) = {
+    val f = family(name, operation)
+    if (!f._2.multiValued) {
+      throw TxStateErrors.unsupported(operation, id,
+        s"column family '$name' was not created with useMultipleValuesPerKey = true")
+    }
+    f
+  }
+
+  private def writable(operation: String): Unit = {
+    if (state != Open) throw TxStateErrors.closedStore(operation, id, state.toString)
+    if (readOnly) throw TxStateErrors.readOnly(operation, id)
+  }
+
+  private def requireNonNull(key: UnsafeRow, value: UnsafeRow, operation: String): Unit =
+    if (key == null || value == null) {
+      throw new IllegalArgumentException(s"[TXSTATE_NULL_ROW] $operation on state store $id got a null key or value")
+    }
+
+  private def prefixPairs(prefixKey: UnsafeRow, name: String, operation: String, multi: Boolean)
+      : StateStoreIterator[UnsafeRowPair] = {
+    val (familyId, codec) = family(name, operation)
+    if (!codec.supportsPrefixScan) {
+      throw TxStateErrors.unsupported(operation, id,
+        s"column family '$name' uses ${codec.spec.getClass.getSimpleName}, which has no prefix columns")
+    }
+    pairs(tx.iterator(KeyRange.prefix(ColumnFamilies.withPrefix(familyId, codec.encodePrefix(prefixKey)))), codec, multi)
+  }
+
+  private def rangePairs(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow], name: String, operation: String,
+      multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
+    val (familyId, codec) = family(name, operation)
+    if (!codec.supportsRangeScan) {
+      throw TxStateErrors.unsupported(operation, id,
+        s"column family '$name' uses ${codec.spec.getClass.getSimpleName}, whose keys are not range-ordered")
+    }
+    val whole = ColumnFamilies.familyRange(familyId)
+    val range = KeyRange(
+      startKey.fold(whole.from)(k => ColumnFamilies.withPrefix(familyId, codec.encodeKey(k))),
+      endKey.fold(whole.until)(k => Some(ColumnFamilies.withPrefix(familyId, codec.encodeKey(k)))))
+    pairs(tx.iterator(range), codec, multi)
+  }
+
+  private def pairs(rows: KeyValueIterator, codec: RowCodec, multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
+    val decoded: Iterator[UnsafeRowPair] =
+      if (multi) rows.flatMap { kv =>
+        val key = codec.decodeKey(ColumnFamilies.stripPrefix(kv.key))
+        codec.decodeStored(kv.value).map(v => new UnsafeRowPair(key, v))
+      }
+      else rows.map { kv =>
+        val values = codec.decodeStored(kv.value)
+        new UnsafeRowPair(codec.decodeKey(ColumnFamilies.stripPrefix(kv.key)), if (values.hasNext) values.next() else null)
+      }
+    new StateStoreIterator(decoded, () => rows.close())
+  }
+}
+
+private[spark] object TxStateStore {
+  sealed trait Lifecycle
+  case object Open extends Lifecycle { override def toString = "open" }
+  case object Committed extends Lifecycle { override def toString = "committed" }
+  case object Aborted extends Lifecycle { override def toString = "aborted" }
+  case object Released extends Lifecycle { override def toString = "released" }
+  case object Upgraded extends Lifecycle { override def toString = "upgraded to a write store" }
+}
