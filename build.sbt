@@ -37,6 +37,28 @@ ThisBuild / organization := "io.github.txstate"
 ThisBuild / version := IO.read(file("VERSION")).trim
 ThisBuild / scalaVersion := "2.13.18" // what Spark 4.3.0 ships
 
+// What Spark 4 needs to run on JDK 17 (the same flags spark-submit passes).
+lazy val sparkJvmFlags = Seq(
+  "-XX:+IgnoreUnrecognizedVMOptions",
+  "--add-opens=java.base/java.lang=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
+  "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+  "--add-opens=java.base/java.io=ALL-UNNAMED",
+  "--add-opens=java.base/java.net=ALL-UNNAMED",
+  "--add-opens=java.base/java.nio=ALL-UNNAMED",
+  "--add-opens=java.base/java.util=ALL-UNNAMED",
+  "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+  "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+  "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+  "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+  "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
+  "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
+  "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
+  "-Djdk.reflect.useDirectMethodHandle=false",
+  "-Dio.netty.tryReflectionSetAccessible=true")
+
+lazy val sparkJars = sparkJarsDir.listFiles.toSeq.filter(isSparkProvidedJar).sorted.map(Attributed.blank)
+
 lazy val root = (project in file("."))
   .settings(
     name := "txstate-spark",
@@ -49,30 +71,27 @@ lazy val root = (project in file("."))
       "org.rocksdb" % "rocksdbjni" % rocksdbVersion % Provided,
       "org.scalatest" %% "scalatest" % "3.2.19" % Test
     ),
-    Compile / unmanagedJars ++= sparkJarsDir.listFiles.toSeq.filter(isSparkProvidedJar).sorted.map(Attributed.blank),
+    Compile / unmanagedJars ++= sparkJars,
     // The jar we ship holds our classes only; Spark and RocksDB are on every cluster already.
     Compile / packageBin / artifactPath := target.value / s"txstate-spark_2.13-${version.value}.jar",
     Test / fork := true,
     Test / parallelExecution := false,
-    Test / javaOptions ++= Seq(
-      "-Xmx2g",
-      "-XX:+IgnoreUnrecognizedVMOptions",
-      "--add-opens=java.base/java.lang=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
-      "--add-opens=java.base/java.io=ALL-UNNAMED",
-      "--add-opens=java.base/java.net=ALL-UNNAMED",
-      "--add-opens=java.base/java.nio=ALL-UNNAMED",
-      "--add-opens=java.base/java.util=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
-      "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
-      "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
-      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-      "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
-      "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
-      "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
-      "-Djdk.reflect.useDirectMethodHandle=false",
-      "-Dio.netty.tryReflectionSetAccessible=true"
-    ),
+    Test / javaOptions ++= "-Xmx2g" +: sparkJvmFlags,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
+  )
+
+// Benchmarks (`make bench`, `make bench-quick`): txstate against Spark's built-in providers in one JVM run.
+lazy val bench = (project in file("bench"))
+  .dependsOn(root)
+  .settings(
+    name := "txstate-spark-bench",
+    publish / skip := true,
+    Compile / scalaSource := baseDirectory.value / "src" / "main" / "scala",
+    scalacOptions ++= Seq("-deprecation", "-feature", "-release:17"),
+    libraryDependencies += "org.rocksdb" % "rocksdbjni" % rocksdbVersion,
+    Compile / unmanagedJars ++= sparkJars,
+    run / fork := true,
+    run / connectInput := false,
+    run / baseDirectory := (ThisBuild / baseDirectory).value,
+    run / javaOptions ++= "-Xmx6g" +: sparkJvmFlags
   )

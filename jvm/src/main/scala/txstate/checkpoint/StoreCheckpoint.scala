@@ -1,23 +1,39 @@
 package txstate.checkpoint
 
+import java.io.{BufferedInputStream, File, FileInputStream, FileOutputStream, IOException}
+import java.util.zip.CRC32C
+
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileStatus, Path, PathFilter}
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 
 import txstate.engine.ChangeRecord
 
+/** A changelog or snapshot manifest found in the checkpoint: its version, id (if named) and path. */
+final case class CheckpointEntry(version: Long, id: Option[String], path: Path, modifiedMs: Long)
+
 /**
  * The durable files of one store instance, in Spark's per-instance state directory:
- * `<version>.txlog` (checkpoint format v1) or `<version>_<checkpointId>.txlog` (format v2).
+ * - `<version>.txlog` (checkpoint format v1) or `<version>_<checkpointId>.txlog` (format v2);
+ * - `<version>_<changelogId>.snapshot`: a snapshot manifest;
+ * - `sst/<uuid>-<rocksdb file name>`: RocksDB files, shared by every snapshot that contains them.
  */
 final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends AutoCloseable {
   private val files = CheckpointFileManager.create(root, hadoopConf)
+  private val sstDir = new Path(root, "sst")
 
   def changelogPath(version: Long, checkpointId: Option[String]): Path =
     new Path(root, checkpointId.fold(s"$version.txlog")(id => s"${version}_$id.txlog"))
 
+  def snapshotPath(version: Long, changelogId: String): Path = new Path(root, s"${version}_$changelogId.snapshot")
+
+  @volatile private var rootExists = false
+
   def writeChangelog(header: ChangelogHeader, checkpointId: Option[String], changes: Iterator[ChangeRecord]): Long = {
-    if (!files.exists(root)) files.mkdirs(root)
+    if (!rootExists) {
+      if (!files.exists(root)) files.mkdirs(root)
+      rootExists = true
+    }
     ChangelogFile.write(files, changelogPath(header.version, checkpointId), header, changes)
   }
 
@@ -27,8 +43,92 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
   def readChangelogHeader(version: Long, checkpointId: Option[String]): ChangelogHeader =
     ChangelogFile.readHeader(files, changelogPath(version, checkpointId))
 
-  def hasChangelog(version: Long, checkpointId: Option[String]): Boolean =
-    files.exists(changelogPath(version, checkpointId))
+  def changelogs(): Seq[CheckpointEntry] = entries(".txlog")
+  def snapshots(): Seq[CheckpointEntry] = entries(".snapshot")
+
+  def writeManifest(manifest: SnapshotManifest): Unit =
+    SnapshotManifest.write(files, snapshotPath(manifest.version, manifest.changelogId), manifest)
+
+  def readManifest(version: Long, changelogId: String): SnapshotManifest =
+    SnapshotManifest.read(files, snapshotPath(version, changelogId))
+
+  /** Copies a local file to `sst/<storedName>`; returns its size and CRC32C. */
+  @volatile private var sstDirExists = false
+
+  def upload(local: File, storedName: String): (Long, Long) = {
+    if (!sstDirExists) {
+      if (!files.exists(sstDir)) files.mkdirs(sstDir)
+      sstDirExists = true
+    }
+    val crc = new CRC32C
+    val target = files.createAtomic(new Path(sstDir, storedName), true)
+    try {
+      val in = new BufferedInputStream(new FileInputStream(local), 1 << 16)
+      try {
+        val buffer = new Array[Byte](1 << 16)
+        var n = in.read(buffer)
+        while (n >= 0) {
+          crc.update(buffer, 0, n)
+          target.write(buffer, 0, n)
+          n = in.read(buffer)
+        }
+      } finally in.close()
+      target.close()
+    } catch {
+      case e: Throwable =>
+        target.cancel()
+        throw e
+    }
+    (local.length(), crc.getValue)
+  }
+
+  /** Copies `sst/<file.storedName>` to `target`, verifying its size and CRC32C. */
+  def download(file: SnapshotFile, target: File): Unit = {
+    val source = new Path(sstDir, file.storedName)
+    val crc = new CRC32C
+    var size = 0L
+    val in = files.open(source)
+    try {
+      val out = new FileOutputStream(target)
+      try {
+        val buffer = new Array[Byte](1 << 16)
+        var n = in.read(buffer)
+        while (n >= 0) {
+          crc.update(buffer, 0, n)
+          out.write(buffer, 0, n)
+          size += n
+          n = in.read(buffer)
+        }
+      } finally out.close()
+    } finally in.close()
+    if (size != file.size || crc.getValue != file.crc32c) {
+      throw new IOException(
+        s"txstate: snapshot file $source is damaged: expected ${file.size} bytes with CRC32C ${file.crc32c}, " +
+          s"found $size bytes with CRC32C ${crc.getValue}")
+    }
+  }
+
+  def storedFiles(): Seq[FileStatus] =
+    if (files.exists(sstDir)) files.list(sstDir).toSeq else Seq.empty
+
+  def storedFilePath(storedName: String): Path = new Path(sstDir, storedName)
+
+  def delete(path: Path): Unit = files.delete(path)
 
   def close(): Unit = files.close()
+
+  private def entries(suffix: String): Seq[CheckpointEntry] = {
+    if (!files.exists(root)) Seq.empty
+    else {
+      val filter: PathFilter = (p: Path) => p.getName.endsWith(suffix)
+      files.list(root, filter).toSeq.flatMap { status =>
+        val stem = status.getPath.getName.stripSuffix(suffix)
+        val (versionText, id) = stem.indexOf('_') match {
+          case -1 => (stem, None)
+          case i => (stem.substring(0, i), Some(stem.substring(i + 1)))
+        }
+        versionText.toLongOption.map(v => CheckpointEntry(v, id, status.getPath, status.getModificationTime))
+      }
+    }
+  }
 }

@@ -3,11 +3,11 @@ package txstate.engine
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, Path}
-import java.util.Comparator
+import java.util.{Comparator, UUID}
 
 import scala.util.Using
 
-import org.rocksdb.{BlockBasedTableConfig, BloomFilter, ColumnFamilyOptions, CompressionType, DBOptions, LRUCache, ReadOptions, RocksDB, Snapshot, WriteBatch, WriteOptions}
+import org.rocksdb.{BlockBasedTableConfig, BloomFilter, Checkpoint, FlushOptions, ColumnFamilyOptions, CompressionType, DBOptions, LRUCache, ReadOptions, RocksDB, Snapshot, WriteBatch, WriteOptions}
 
 /**
  * The transactional RocksDB engine of one store instance (KIP-892 in bytes, no Spark types).
@@ -55,6 +55,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   private var inFlightVersion: Option[Long] = None
   private var undo: Option[Undo] = None
   private var closed = false
+  private var incarnationId = UUID.randomUUID().toString
 
   openDatabase()
 
@@ -166,12 +167,54 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     committedPoint = point
   }
 
+  /**
+   * A RocksDB checkpoint of the committed state in `target` (hard links where possible): the
+   * memtables are flushed first, since the WAL is off. Returns the commit point it holds.
+   */
+  def checkpointTo(target: File): CommitPoint = {
+    ensureOpen()
+    if (inFlightVersion.isDefined) {
+      throw new IllegalStateException(s"txstate: cannot snapshot $dir while version ${inFlightVersion.get} is in flight")
+    }
+    Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
+      database.db.flush(fo, java.util.List.of(database.data, database.commit))
+    }
+    Using.resource(Checkpoint.create(database.db))(_.createCheckpoint(target.getAbsolutePath))
+    committedPoint
+  }
+
+  /**
+   * Replaces the database with files that `fill` puts into the (emptied) directory, e.g. a
+   * snapshot from the checkpoint, and returns the commit point they hold.
+   */
+  def restore(fill: File => Unit): CommitPoint = {
+    ensureOpen()
+    releaseUndo()
+    database.close()
+    deleteRecursively(dir.toPath)
+    if (!dir.mkdirs()) throw new IllegalStateException(s"txstate: cannot create the local state directory $dir")
+    try fill(dir)
+    catch {
+      case e: Throwable =>
+        deleteRecursively(dir.toPath)
+        openDatabase()
+        throw e
+    }
+    incarnationId = UUID.randomUUID().toString
+    openDatabase()
+    committedPoint
+  }
+
+  /** A fresh id each time the local database is created anew: RocksDB file names restart with it. */
+  def incarnation: String = incarnationId
+
   /** Drops every row and the commit point: the database becomes version 0. */
   def wipe(): Unit = {
     ensureOpen()
     releaseUndo()
     database.close()
     deleteRecursively(dir.toPath)
+    incarnationId = UUID.randomUUID().toString
     openDatabase()
   }
 
@@ -241,6 +284,9 @@ object TxEngine {
   private final case class Undo(snapshot: Snapshot, touched: TouchedKeys, previous: CommitPoint)
 
   def open(dir: File, options: EngineOptions = EngineOptions()): TxEngine = new TxEngine(dir, options)
+
+  /** Deletes a local directory tree (staging areas, wiped databases); absent is fine. */
+  def delete(dir: File): Unit = deleteRecursively(dir.toPath)
 
   private[engine] def deleteRecursively(path: Path): Unit = if (Files.exists(path)) {
     Using.resource(Files.walk(path)) { paths =>

@@ -14,14 +14,19 @@ import txstate.engine.EngineOptions
 final case class TxStateConf(
     localDir: Option[String],
     engine: EngineOptions,
-    checkpointIdsInFileNames: Boolean)
+    checkpointIdsInFileNames: Boolean,
+    snapshotInterval: Int,
+    minVersionsToRetain: Int)
 
 object TxStateConf {
   val prefix = "spark.sql.streaming.stateStore.txstate."
 
   /** Every setting we define, with its meaning (also documented in conf/ and the README). */
   val settings: Map[String, String] = Map(
-    "localDir" -> "directory for the local RocksDB working copies (default: the executor's SparkFiles root)",
+    "localDir" -> ("stable directory for the local RocksDB working copies, reused after a restart " +
+      "(default: a fresh directory under the executor's SparkFiles root, deleted on close)"),
+    "snapshotInterval" -> ("versions between snapshots uploaded to the checkpoint " +
+      "(default: spark.sql.streaming.stateStore.minDeltasForSnapshot)"),
     "blockCacheSizeMB" -> "RocksDB block cache per store instance, in MiB (default 8)",
     "writeBufferSizeMB" -> "RocksDB memtable size per store instance, in MiB (default 16)",
     "maxWriteBufferNumber" -> "RocksDB memtables per store instance before writes wait for a flush (default 3)")
@@ -40,7 +45,9 @@ object TxStateConf {
         blockCacheBytes = mebibytes(ours, "blockCacheSizeMB", defaults.blockCacheBytes),
         writeBufferBytes = mebibytes(ours, "writeBufferSizeMB", defaults.writeBufferBytes),
         maxWriteBuffers = int(ours, "maxWriteBufferNumber", defaults.maxWriteBuffers, min = 2)),
-      checkpointIdsInFileNames = conf.enableStateStoreCheckpointIds)
+      checkpointIdsInFileNames = conf.enableStateStoreCheckpointIds,
+      snapshotInterval = int(ours, "snapshotInterval", math.max(conf.minDeltasForSnapshot, 1), min = 1),
+      minVersionsToRetain = math.max(conf.minVersionsToRetain, 1))
   }
 
   private def mebibytes(ours: Map[String, String], key: String, default: Long): Long =

@@ -24,6 +24,14 @@ object TxStateMetrics {
   val nativeMemoryBytes = StateStoreCustomSizeMetric("txstateNativeMemoryBytes",
     "txstate: RocksDB memtables and block cache")
 
+  val snapshotUploadedBytes = StateStoreCustomSizeMetric("txstateSnapshotUploadedBytes",
+    "txstate: snapshot bytes uploaded since the previous batch")
+  val snapshotReusedBytes = StateStoreCustomSizeMetric("txstateSnapshotReusedBytes",
+    "txstate: snapshot bytes shared with earlier snapshots instead of uploaded")
+  val snapshotLagVersions = StateStoreCustomSumMetric("txstateSnapshotLagVersions",
+    "txstate: versions committed since the newest uploaded snapshot (summed over stores)")
+
   val all: Seq[StateStoreCustomMetric] = Seq(commitLatencyMs, changelogBytes, loadLatencyMs, changelogsReplayed,
-    rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes)
+    rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes, snapshotUploadedBytes,
+    snapshotReusedBytes, snapshotLagVersions)
 }

@@ -20,12 +20,14 @@ private[spark] final class TxStateStore(
     val version: Long,
     tx: Transaction,
     load: LoadReport,
-    readOnly: Boolean) extends StateStore {
+    readOnly: Boolean,
+    forceSnapshot: Boolean) extends StateStore {
 
   import TxStateStore._
 
   private var state: Lifecycle = Open
   private var commitReport: Option[CommitReport] = None
+  private var snapshotActivity = SnapshotActivity.none
   private var peakEntries = 0L
   private var peakBytes = 0L
   private var familyIds: Map[String, Int] = ColumnFamilies.registered(tx)
@@ -154,8 +156,9 @@ private[spark] final class TxStateStore(
 
   override def commit(): Long = {
     writable("commit")
-    val report = provider.commit(this, tx)
+    val report = provider.commit(tx, forceSnapshot)
     commitReport = Some(report)
+    snapshotActivity = provider.drainSnapshotActivity()
     finish(Committed)
     report.version
   }
@@ -188,7 +191,10 @@ private[spark] final class TxStateStore(
       TxStateMetrics.rebuilds -> (if (load.path == LoadPath.Rebuilt && load.version > 0) 1L else 0L),
       TxStateMetrics.uncommittedEntries -> peakEntries,
       TxStateMetrics.uncommittedBytes -> peakBytes,
-      TxStateMetrics.nativeMemoryBytes -> provider.nativeMemoryUsed)
+      TxStateMetrics.nativeMemoryBytes -> provider.nativeMemoryUsed,
+      TxStateMetrics.snapshotUploadedBytes -> snapshotActivity.uploadedBytes,
+      TxStateMetrics.snapshotReusedBytes -> snapshotActivity.reusedBytes,
+      TxStateMetrics.snapshotLagVersions -> provider.snapshotLag)
     StateStoreMetrics(tx.numKeys - registryRows, tx.uncommittedBytes + provider.nativeMemoryUsed, custom)
   }
 
@@ -202,7 +208,7 @@ private[spark] final class TxStateStore(
   private[spark] def upgrade(): TxStateStore = {
     if (state != Open) throw TxStateErrors.closedStore("upgradeReadStoreToWriteStore", id, state.toString)
     state = Upgraded
-    new TxStateStore(provider, id, version, tx, load, readOnly = false)
+    new TxStateStore(provider, id, version, tx, load, readOnly = false, forceSnapshot)
   }
 
   private def finish(next: Lifecycle): Unit = {

@@ -8,7 +8,7 @@ import java.util.concurrent.{ConcurrentHashMap, Semaphore, TimeUnit}
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.{SparkEnv, SparkFiles, TaskContext}
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
@@ -32,8 +32,10 @@ class TxStateStoreProvider extends StateStoreProvider {
   private var storeConf: StateStoreConf = _
   private var hadoopConf: Configuration = _
   private var conf: TxStateConf = _
-  private var localDir: File = _
-  private var instanceOpt: Option[StoreInstance] = None
+  private var localDir: Option[LocalDirectory] = None
+  @volatile private var instanceOpt: Option[StoreInstance] = None
+  private val snapshotActivity = new java.util.concurrent.atomic.AtomicReference(SnapshotActivity.none)
+  @volatile private var lastSnapshotVersion = 0L
   private val codecs = new ConcurrentHashMap[String, RowCodec]()
   private val inUse = new Semaphore(1)
   @volatile private var holder: Option[String] = None
@@ -58,14 +60,14 @@ class TxStateStoreProvider extends StateStoreProvider {
   override def stateStoreId: StateStoreId = storeId
 
   override def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean,
-      loadEmpty: Boolean): StateStore = open(version, uniqueId, loadEmpty, readOnly = false)
+      loadEmpty: Boolean): StateStore = open(version, uniqueId, loadEmpty, readOnly = false, forceSnapshotOnCommit)
 
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
-    open(version, uniqueId, loadEmpty = false, readOnly = true)
+    open(version, uniqueId, loadEmpty = false, readOnly = true, forceSnapshot = false)
 
   override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
       forceSnapshotOnCommit: Boolean): StateStore = readStore match {
-    case ours: TxStateStore if ours.version == version && ours.isOpen => ours.upgrade()
+    case ours: TxStateStore if ours.version == version && ours.isOpen => abortWhenTaskEnds(ours.upgrade())
     case ours: TxStateStore =>
       ours.release()
       getStore(version, uniqueId, forceSnapshotOnCommit, loadEmpty = false)
@@ -76,6 +78,29 @@ class TxStateStoreProvider extends StateStoreProvider {
 
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = TxStateMetrics.all
 
+  /** Uploads the newest staged snapshot (Spark's snapshot maintenance thread) and tells the coordinator. */
+  override def doSnapshotMaintenance(): Unit = instanceOpt.foreach { inst =>
+    // A failed upload only delays the next snapshot (changelogs keep every version loadable);
+    // throwing would make Spark unload this provider.
+    try inst.uploadSnapshot().foreach { report =>
+      snapshotActivity.accumulateAndGet(SnapshotActivity(report.uploadedBytes, report.reusedBytes, report.version), _ + _)
+      lastSnapshotVersion = math.max(lastSnapshotVersion, report.version)
+      reportSnapshotUploaded(report.version)
+    } catch { case NonFatal(e) => log.warn(s"txstate: snapshot upload of $storeId failed; will retry with the next one", e) }
+  }
+
+  /** Deletes checkpoint files older than what minBatchesToRetain needs (Spark's cleanup thread). */
+  override def doCleanupMaintenance(): Unit = instanceOpt.foreach { inst =>
+    try inst.cleanup(conf.minVersionsToRetain, storedFileGraceMs)
+    catch { case NonFatal(e) => log.warn(s"txstate: checkpoint cleanup of $storeId failed; will retry", e) }
+  }
+
+  /** Before Spark unloads the provider: upload what is staged, then clean up. */
+  override def doMaintenance(): Unit = {
+    doSnapshotMaintenance()
+    doCleanupMaintenance()
+  }
+
   override def close(): Unit = {
     val acquired = inUse.tryAcquire(closeWaitMs, TimeUnit.MILLISECONDS)
     if (!acquired) log.warn(s"txstate: closing $storeId while ${holder.getOrElse("a task")} still uses it")
@@ -83,7 +108,11 @@ class TxStateStoreProvider extends StateStoreProvider {
     finally {
       instanceOpt.foreach(_.checkpoint.close())
       instanceOpt = None
-      Option(localDir).foreach(dir => deleteQuietly(dir))
+      localDir.foreach { d =>
+        if (!d.stable) deleteQuietly(d.dir)
+        d.release()
+      }
+      localDir = None
       if (acquired) inUse.release()
     }
   }
@@ -96,8 +125,12 @@ class TxStateStoreProvider extends StateStoreProvider {
 
   private[spark] def nativeMemoryUsed: Long = instanceOpt.fold(0L)(_.nativeMemoryUsed)
 
-  private[spark] def commit(store: TxStateStore, tx: Transaction): CommitReport = {
-    val report = instance.commit(tx)
+  private[spark] def drainSnapshotActivity(): SnapshotActivity = snapshotActivity.getAndSet(SnapshotActivity.none)
+
+  private[spark] def snapshotLag: Long = instanceOpt.fold(0L)(i => math.max(i.committed.version - lastSnapshotVersion, 0L))
+
+  private[spark] def commit(tx: Transaction, forceSnapshot: Boolean): CommitReport = {
+    val report = instance.commit(tx, forceSnapshot)
     if (storeConf.commitValidationEnabled) StateStore.reportCommitToCoordinator(report.version, storeId, hadoopConf)
     report
   }
@@ -118,7 +151,8 @@ class TxStateStoreProvider extends StateStoreProvider {
 
   // ---- internals ----------------------------------------------------------------------------
 
-  private def open(version: Long, uniqueId: Option[String], loadEmpty: Boolean, readOnly: Boolean): TxStateStore = {
+  private def open(version: Long, uniqueId: Option[String], loadEmpty: Boolean, readOnly: Boolean,
+      forceSnapshot: Boolean): TxStateStore = {
     if (storeId == null) {
       throw new IllegalStateException("[TXSTATE_NOT_INITIALIZED] getStore called before init on TxStateStoreProvider")
     }
@@ -126,18 +160,21 @@ class TxStateStoreProvider extends StateStoreProvider {
     try {
       val inst = instance
       val load = if (loadEmpty) inst.loadEmpty(version) else inst.load(version, uniqueId)
-      val store = new TxStateStore(this, storeId, version, inst.begin(), load, readOnly)
-      // A task that fails between getStore and commit must not keep the store locked.
-      Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit] { _ =>
-        if (store.isOpen) store.abort()
-      })
-      store
+      abortWhenTaskEnds(new TxStateStore(this, storeId, version, inst.begin(), load, readOnly, forceSnapshot))
     } catch {
       case NonFatal(e) =>
         holder = None
         inUse.release()
         throw e
     }
+  }
+
+  /** A task that fails between getStore and commit must not keep the store locked. */
+  private def abortWhenTaskEnds(store: TxStateStore): TxStateStore = {
+    Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit] { _ =>
+      if (store.isOpen) store.abort()
+    })
+    store
   }
 
   private def acquire(): Unit = {
@@ -150,25 +187,26 @@ class TxStateStoreProvider extends StateStoreProvider {
   }
 
   private def instance: StoreInstance = instanceOpt.getOrElse {
-    localDir = newLocalDir()
+    val claimed = LocalDirectories.claim(conf.localDir, storeId)
+    localDir = Some(claimed)
     val checkpoint = new StoreCheckpoint(storeId.storeCheckpointLocation(), hadoopConf)
-    val inst = new StoreInstance(localDir, checkpoint, conf.engine, conf.checkpointIdsInFileNames, storeId.toString)
+    val inst =
+      try new StoreInstance(claimed.dir, checkpoint, conf.engine, conf.checkpointIdsInFileNames, conf.snapshotInterval,
+        storeId.toString)
+      catch {
+        case NonFatal(e) =>
+          checkpoint.close()
+          claimed.release()
+          localDir = None
+          throw e
+      }
     instanceOpt = Some(inst)
     inst
   }
 
-  private def newLocalDir(): File = {
-    val root = conf.localDir.map(new File(_)).getOrElse {
-      val sparkRoot = if (SparkEnv.get != null) Some(new File(SparkFiles.getRootDirectory())) else None
-      sparkRoot.getOrElse(new File(System.getProperty("java.io.tmpdir")))
-    }
-    val parent = new File(root, "txstate")
-    if (!parent.isDirectory && !parent.mkdirs() && !parent.isDirectory) {
-      throw TxStateErrors.badSetting(TxStateConf.prefix + "localDir", s"names $root, where $parent cannot be created")
-    }
-    val name = s"op${storeId.operatorId}-part${storeId.partitionId}-${storeId.storeName}-${UUID.randomUUID()}"
-    new File(parent, name)
-  }
+  private def reportSnapshotUploaded(version: Long): Unit =
+    try TxStateSparkBridge.reportSnapshotUploaded(storeId, hadoopConf, version)
+    catch { case NonFatal(e) => log.debug(s"txstate: could not report the snapshot of $storeId to Spark", e) }
 
   private def deleteQuietly(dir: File): Unit =
     try {
@@ -179,6 +217,7 @@ class TxStateStoreProvider extends StateStoreProvider {
       }
     } catch { case NonFatal(e) => log.warn(s"txstate: could not delete local state directory $dir", e) }
 
+  private def storedFileGraceMs: Long = 10L * 60 * 1000
   private def acquireWaitMs: Long = 60000L
   private def closeWaitMs: Long = 10000L
 }

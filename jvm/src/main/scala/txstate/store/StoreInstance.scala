@@ -3,9 +3,11 @@ package txstate.store
 import java.io.File
 import java.util.UUID
 
+import scala.util.control.NonFatal
+
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.{ChangelogHeader, StoreCheckpoint}
+import txstate.checkpoint.{ChangelogHeader, MissingChangelogException, SnapshotManifest, StoreCheckpoint}
 import txstate.engine.{CommitPoint, EngineOptions, Transaction, TxEngine}
 
 /**
@@ -17,19 +19,23 @@ import txstate.engine.{CommitPoint, EngineOptions, Transaction, TxEngine}
  * The local commit point is trusted only if the checkpoint's changelog for that version carries
  * the same id, so a batch that was re-run elsewhere (which rewrites `<v>.txlog` under checkpoint
  * format v1) is never mistaken for ours. Under format v2 the ids are in the file names and Spark
- * names the id to load.
+ * names the id to load. Snapshots carry the id of the version they hold, too.
  *
- * Not thread-safe: the provider lets one task at a time use it.
+ * Task-facing methods are called by one task at a time (the provider's lock); `uploadSnapshot`
+ * and `cleanup` run on Spark's maintenance threads and only touch checkpoint files.
  */
 final class StoreInstance(
     localDir: File,
     val checkpoint: StoreCheckpoint,
     engineOptions: EngineOptions,
     idsInFileNames: Boolean,
+    snapshotInterval: Int,
     describe: String) extends AutoCloseable {
 
   private val log = LoggerFactory.getLogger(classOf[StoreInstance])
   private val engine = TxEngine.open(localDir, engineOptions)
+  private val snapshots = new SnapshotStager(new File(localDir.getParentFile, localDir.getName + ".staging"), checkpoint)
+  private val maintenanceLock = new Object
 
   def committed: CommitPoint = engine.committed
   def nativeMemoryUsed: Long = engine.nativeMemoryUsed
@@ -42,16 +48,16 @@ final class StoreInstance(
     require(version >= 0, s"txstate: cannot load negative version $version of $describe")
     val start = System.nanoTime()
     val local = engine.committed
+    val clean = engine.inFlight.isEmpty
     val (path, replayed) =
-      if (engine.inFlight.isEmpty && local.version == version && holds(local, version, checkpointId)) {
-        (LoadPath.Reused, 0)
-      } else if (engine.inFlight.isEmpty && rollbackTargetMatches(version, checkpointId)) {
+      if (clean && local.version == version && holds(local, version, checkpointId)) (LoadPath.Reused, 0)
+      else if (clean && engine.committedBeforeLastCommit.exists(holds(_, version, checkpointId))) {
         engine.rollbackLastCommit()
         (LoadPath.RolledBack, 0)
       } else {
         catchUp(local, version, checkpointId) match {
           case Some(n) => (LoadPath.CaughtUp, n)
-          case None => (LoadPath.Rebuilt, rebuild(version, checkpointId))
+          case None => rebuild(version, checkpointId, Set.empty)
         }
       }
     val report = LoadReport(version, path, replayed, (System.nanoTime() - start) / 1000000)
@@ -68,29 +74,50 @@ final class StoreInstance(
 
   def begin(): Transaction = engine.begin()
 
-  /** Makes the transaction durable as version `base + 1`: changelog on the checkpoint, then the local commit. */
-  def commit(tx: Transaction): CommitReport = {
+  /**
+   * Makes the transaction durable as version `base + 1`: changelog on the checkpoint, then the
+   * local commit. Every `snapshotInterval` versions (or when `forceSnapshot`) it also stages a
+   * local snapshot for the next `uploadSnapshot`.
+   */
+  def commit(tx: Transaction, forceSnapshot: Boolean = false): CommitReport = {
     val start = System.nanoTime()
     val newVersion = tx.base.version + 1
     val id = UUID.randomUUID().toString
     val now = System.currentTimeMillis()
     val header = ChangelogHeader(newVersion, id, tx.base.checkpointId, tx.numKeys, now)
-    val bytes = checkpoint.writeChangelog(header, fileId(id), tx.changes)
+    val bytes = checkpoint.writeChangelog(header, fileId(Some(id)), tx.changes)
     engine.commit(tx, CommitPoint(newVersion, Some(id), CommitPoint.currentFormatVersion, now, tx.numKeys))
+    if (forceSnapshot || newVersion % snapshotInterval == 0) snapshots.stage(engine)
     CommitReport(newVersion, bytes, (System.nanoTime() - start) / 1000000)
   }
 
-  def close(): Unit = engine.close()
+  /** Uploads the newest staged snapshot, off the commit path. */
+  def uploadSnapshot(): Option[SnapshotReport] = maintenanceLock.synchronized {
+    snapshots.upload().map { case (manifest, report) =>
+      log.info(s"txstate: uploaded snapshot of version ${manifest.version} of $describe: $report")
+      report
+    }
+  }
 
-  private def fileId(id: String): Option[String] = if (idsInFileNames) Some(id) else None
+  /**
+   * Deletes checkpoint files no retained version needs: every version from
+   * `latest - minVersionsToRetain + 1` on stays loadable (Spark's state data source reads batch X
+   * through version X + 1, so this keeps minBatchesToRetain batches readable).
+   */
+  def cleanup(minVersionsToRetain: Int, storedFileGraceMs: Long): Option[CleanupReport] =
+    maintenanceLock.synchronized(Cleanup.run(checkpoint, idsInFileNames, minVersionsToRetain, storedFileGraceMs, describe))
 
-  /** True when the local commit point `p` is exactly `version` on the requested lineage. */
+  def close(): Unit = {
+    try engine.close()
+    finally snapshots.close()
+  }
+
+  private def fileId(id: Option[String]): Option[String] = if (idsInFileNames) id else None
+
+  /** True when the commit point `p` is exactly `version` on the requested lineage. */
   private def holds(p: CommitPoint, version: Long, checkpointId: Option[String]): Boolean =
-    if (version == 0) p.version == 0
-    else p.checkpointId == Some(topChangelogId(version, checkpointId))
-
-  private def rollbackTargetMatches(version: Long, checkpointId: Option[String]): Boolean =
-    engine.committedBeforeLastCommit.exists(holds(_, version, checkpointId))
+    if (version == 0) p.version == 0 && p.checkpointId.isEmpty
+    else p.version == version && p.checkpointId == Some(topChangelogId(version, checkpointId))
 
   /** The changelog id of `version` on the requested lineage. */
   private def topChangelogId(version: Long, checkpointId: Option[String]): String =
@@ -102,60 +129,98 @@ final class StoreInstance(
       s"txstate: Spark asked for version $version of $describe under checkpoint format v2 without a checkpoint id")
 
   /**
-   * Walks changelog headers down from `version` until level `stopAt` or the root of the chain (a
-   * changelog built on an empty store). Returns the headers oldest first, the level where the walk
-   * stopped and the changelog id that level must hold; None when a link is broken (a changelog
-   * does not carry the id its successor names).
+   * Walks the lineage down from `version`, one changelog header at a time, until `stop(level, id)`
+   * holds or the chain reaches its root (a changelog built on an empty store). Returns the headers
+   * above the stopping level, oldest first, with that level and its changelog id (None = empty
+   * store); None when a link is broken (a changelog is not the one its successor was built on).
    */
-  private def walkDown(version: Long, checkpointId: Option[String], stopAt: Long): Option[(List[ChangelogHeader], Long, Option[String])] = {
-    if (idsInFileNames && version > 0 && checkpointId.isEmpty) missingId(version)
+  private def walkDown(version: Long, checkpointId: Option[String], stop: (Long, Option[String]) => Boolean)
+      : Option[(List[ChangelogHeader], Long, Option[String])] = {
     var chain = List.empty[ChangelogHeader]
     var level = version
-    var expected = checkpointId
-    var broken = false
-    var rooted = false
-    while (level > stopAt && !rooted && !broken) {
-      val header = checkpoint.readChangelogHeader(level, if (idsInFileNames) expected else None)
-      if (header.version != level) {
-        throw new IllegalStateException(
-          s"txstate: changelog ${checkpoint.changelogPath(level, fileIdOf(expected))} of $describe says it is " +
-            s"version ${header.version}, not $level")
-      }
-      if (expected.exists(_ != header.changelogId)) broken = true
+    var expected: Option[String] = if (version == 0) None else Some(topChangelogId(version, checkpointId))
+    var result: Option[Option[(List[ChangelogHeader], Long, Option[String])]] = None
+    while (result.isEmpty) {
+      if (stop(level, expected) || expected.isEmpty) result = Some(Some((chain, level, expected)))
+      else if (level == 0) result = Some(None)
       else {
-        chain ::= header
-        expected = header.baseChangelogId
-        level -= 1
-        rooted = expected.isEmpty
+        val header = checkpoint.readChangelogHeader(level, fileId(expected))
+        if (header.version != level) {
+          throw new IllegalStateException(
+            s"txstate: changelog ${checkpoint.changelogPath(level, fileId(expected))} of $describe says it is " +
+              s"version ${header.version}, not $level")
+        }
+        if (!expected.contains(header.changelogId)) result = Some(None)
+        else {
+          chain ::= header
+          expected = header.baseChangelogId
+          level -= 1
+        }
       }
     }
-    if (broken) None else Some((chain, level, expected))
+    result.get
   }
 
-  private def fileIdOf(id: Option[String]): Option[String] = if (idsInFileNames) id else None
-
-  /** Replays only the missing changelogs when the local database is behind on the same lineage. */
+  /**
+   * Replays only the missing changelogs when the local database is behind on the same lineage.
+   * None (rebuild instead) for an empty local database, which a snapshot serves better, and when
+   * the chain down to the local version is not there any more (cleaned up, or another lineage).
+   */
   private def catchUp(local: CommitPoint, version: Long, checkpointId: Option[String]): Option[Int] =
-    if (engine.inFlight.isDefined || local.version >= version) None
-    else walkDown(version, checkpointId, local.version).collect {
-      case (chain, level, expected) if level == local.version && expected == local.checkpointId => replay(chain)
+    if (engine.inFlight.isDefined || local.version >= version || local.checkpointId.isEmpty) None
+    else {
+      val walk =
+        try walkDown(version, checkpointId, (level, _) => level <= local.version)
+        catch { case _: MissingChangelogException => None }
+      walk.collect { case (chain, level, id) if level == local.version && id == local.checkpointId => replay(chain) }
     }
 
-  /** Drops the local database and replays the whole chain from its root. */
-  private def rebuild(version: Long, checkpointId: Option[String]): Int = {
-    engine.wipe()
-    walkDown(version, checkpointId, 0L) match {
-      case Some((chain, _, None)) => replay(chain)
-      case _ =>
-        throw new IllegalStateException(
-          s"txstate: cannot rebuild version $version of $describe: its changelogs under ${checkpoint.root} do " +
-            "not form one chain back to an empty store. The checkpoint is damaged or mixes files of two queries.")
+  /**
+   * Rebuilds from the newest usable snapshot on the lineage, then its changelogs. A snapshot that
+   * cannot be restored is skipped with a warning and an older one (or the chain's root) is used.
+   */
+  private def rebuild(version: Long, checkpointId: Option[String], unusable: Set[(Long, String)]): (LoadPath, Int) = {
+    val available = checkpoint.snapshots().flatMap(e => e.id.map(id => (e.version, id))).toSet -- unusable
+    val walk =
+      try walkDown(version, checkpointId, (level, id) => id.exists(i => available.contains((level, i))))
+      catch { case NonFatal(e) => throw cannotRebuild(version, e.getMessage, e) }
+    walk match {
+      case Some((chain, level, None)) =>
+        if (level == 0) engine.wipe() else engine.startEmptyAt(level)
+        (LoadPath.Rebuilt, replay(chain))
+      case Some((chain, level, Some(id))) =>
+        try restoreSnapshot(checkpoint.readManifest(level, id))
+        catch {
+          case NonFatal(e) =>
+            log.warn(s"txstate: snapshot of version $level of $describe is unusable, falling back to an older one: " +
+              e.getMessage)
+            return rebuild(version, checkpointId, unusable + ((level, id)))
+        }
+        (LoadPath.Rebuilt, replay(chain))
+      case None =>
+        throw cannotRebuild(version, "its changelogs do not form one chain back to a snapshot or an empty store; " +
+          "the checkpoint is damaged or mixes files of two queries", null)
     }
   }
+
+  private def restoreSnapshot(manifest: SnapshotManifest): Unit = {
+    val point = engine.restore(dir => manifest.files.foreach(f => checkpoint.download(f, new File(dir, f.localName))))
+    if (point.version != manifest.version || !point.checkpointId.contains(manifest.changelogId)) {
+      engine.wipe()
+      throw new IllegalStateException(
+        s"txstate: snapshot ${checkpoint.snapshotPath(manifest.version, manifest.changelogId)} holds version " +
+          s"${point.version} (${point.checkpointId.getOrElse("no id")}), not what its manifest says")
+    }
+    snapshots.adopt(engine.incarnation, manifest)
+  }
+
+  private def cannotRebuild(version: Long, why: String, cause: Throwable): IllegalStateException =
+    new IllegalStateException(s"txstate: cannot rebuild version $version of $describe from ${checkpoint.root}: $why",
+      cause)
 
   private def replay(chain: List[ChangelogHeader]): Int = {
     chain.foreach { h =>
-      val changelog = checkpoint.readChangelog(h.version, fileId(h.changelogId))
+      val changelog = checkpoint.readChangelog(h.version, fileId(Some(h.changelogId)))
       engine.replay(changelog.records,
         CommitPoint(h.version, Some(h.changelogId), CommitPoint.currentFormatVersion, h.commitTimeMs, h.numKeys))
     }

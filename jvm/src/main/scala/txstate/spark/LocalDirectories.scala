@@ -1,0 +1,63 @@
+package txstate.spark
+
+import java.io.File
+import java.nio.channels.{FileChannel, FileLock, OverlappingFileLockException}
+import java.nio.file.StandardOpenOption.{CREATE, WRITE}
+import java.security.MessageDigest
+import java.util.UUID
+
+import org.apache.spark.{SparkEnv, SparkFiles}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
+
+/**
+ * Where a provider keeps its local RocksDB. With `txstate.localDir` set, each store instance gets
+ * a stable directory (named after its checkpoint location) that survives restarts and is reused
+ * when its commit point is on the requested lineage; a file lock keeps two providers (in this JVM
+ * or another process on the host) out of the same one. Otherwise each provider gets a fresh
+ * directory, deleted on close.
+ */
+private[spark] final case class LocalDirectory(dir: File, stable: Boolean, lock: Option[(FileChannel, FileLock)]) {
+  def release(): Unit = lock.foreach { case (channel, fileLock) =>
+    fileLock.release()
+    channel.close()
+  }
+}
+
+private[spark] object LocalDirectories {
+  def claim(configured: Option[String], storeId: StateStoreId): LocalDirectory = {
+    val instanceName = s"op${storeId.operatorId}-part${storeId.partitionId}-${storeId.storeName}"
+    configured match {
+      case Some(root) =>
+        val parent = ensureDir(new File(new File(root, "txstate"), checkpointHash(storeId)), root)
+        val dir = new File(parent, instanceName)
+        tryLock(new File(parent, instanceName + ".lock")) match {
+          case Some(lock) => LocalDirectory(dir, stable = true, Some(lock))
+          case None => LocalDirectory(new File(parent, s"$instanceName-${UUID.randomUUID()}"), stable = false, None)
+        }
+      case None =>
+        val root = if (SparkEnv.get != null) new File(SparkFiles.getRootDirectory())
+          else new File(System.getProperty("java.io.tmpdir"))
+        val parent = ensureDir(new File(root, "txstate"), root.getPath)
+        LocalDirectory(new File(parent, s"$instanceName-${UUID.randomUUID()}"), stable = false, None)
+    }
+  }
+
+  private def checkpointHash(storeId: StateStoreId): String = {
+    val digest = MessageDigest.getInstance("SHA-256").digest(storeId.checkpointRootLocation.getBytes("UTF-8"))
+    digest.take(8).map(b => f"$b%02x").mkString
+  }
+
+  private def ensureDir(dir: File, configured: String): File = {
+    if (!dir.isDirectory && !dir.mkdirs() && !dir.isDirectory) {
+      throw TxStateErrors.badSetting(TxStateConf.prefix + "localDir", s"names $configured, where $dir cannot be created")
+    }
+    dir
+  }
+
+  private def tryLock(file: File): Option[(FileChannel, FileLock)] = {
+    val channel = FileChannel.open(file.toPath, CREATE, WRITE)
+    val lock = try Option(channel.tryLock()) catch { case _: OverlappingFileLockException => None }
+    if (lock.isEmpty) channel.close()
+    lock.map(l => (channel, l))
+  }
+}

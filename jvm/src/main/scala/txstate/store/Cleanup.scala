@@ -1,0 +1,68 @@
+package txstate.store
+
+import scala.util.control.NonFatal
+
+import org.slf4j.LoggerFactory
+
+import txstate.checkpoint.{CheckpointEntry, StoreCheckpoint}
+
+/**
+ * Deletes the checkpoint files that no retained version needs.
+ *
+ * The oldest version to keep loadable is `latest - minVersionsToRetain + 1`. Files can go only
+ * below a snapshot at or under that version that is certainly on the live lineage: under format v1
+ * the snapshot's id must equal the id in that version's changelog (re-runs rewrite the changelog,
+ * so it names the surviving attempt); under format v2 every attempt of that version must have a
+ * snapshot. Below it: changelogs, older manifests, and stored files no remaining manifest
+ * references. A stored file younger than the grace period is kept even when unreferenced, since
+ * an upload writes its files before its manifest (possibly from a stale instance elsewhere).
+ */
+private[store] object Cleanup {
+  private val log = LoggerFactory.getLogger(getClass)
+
+  def run(checkpoint: StoreCheckpoint, idsInFileNames: Boolean, minVersionsToRetain: Int, graceMs: Long,
+      describe: String): Option[CleanupReport] = {
+    val changelogs = checkpoint.changelogs()
+    if (changelogs.isEmpty) None
+    else {
+      val oldestToKeep = changelogs.map(_.version).max - math.max(minVersionsToRetain, 1) + 1
+      val snapshots = checkpoint.snapshots()
+      val anchor = snapshots.map(_.version).distinct.filter(_ <= oldestToKeep).sorted.reverse
+        .find(v => onLiveLineage(checkpoint, idsInFileNames, v, changelogs, snapshots))
+      anchor.map(v => deleteBelow(checkpoint, v, changelogs, snapshots, graceMs, describe))
+    }
+  }
+
+  private def onLiveLineage(checkpoint: StoreCheckpoint, idsInFileNames: Boolean, version: Long,
+      changelogs: Seq[CheckpointEntry], snapshots: Seq[CheckpointEntry]): Boolean = {
+    val snapshotIds = snapshots.filter(_.version == version).flatMap(_.id).toSet
+    try {
+      if (idsInFileNames) {
+        val attempts = changelogs.filter(_.version == version).flatMap(_.id).toSet
+        attempts.nonEmpty && attempts.subsetOf(snapshotIds)
+      } else snapshotIds.contains(checkpoint.readChangelogHeader(version, None).changelogId)
+    } catch { case NonFatal(_) => false }
+  }
+
+  private def deleteBelow(checkpoint: StoreCheckpoint, anchor: Long, changelogs: Seq[CheckpointEntry],
+      snapshots: Seq[CheckpointEntry], graceMs: Long, describe: String): CleanupReport = {
+    val oldChangelogs = changelogs.filter(_.version <= anchor)
+    val (oldSnapshots, keptSnapshots) = snapshots.partition(_.version < anchor)
+    oldChangelogs.foreach(e => checkpoint.delete(e.path))
+    oldSnapshots.foreach(e => checkpoint.delete(e.path))
+    val referenced = keptSnapshots.flatMap { e =>
+      try checkpoint.readManifest(e.version, e.id.getOrElse("")).files.map(_.storedName)
+      catch { case NonFatal(_) => Seq.empty } // an unreadable manifest is not a snapshot anyone can load
+    }.toSet
+    val cutoff = System.currentTimeMillis() - graceMs
+    val orphans = checkpoint.storedFiles().filter { status =>
+      !referenced.contains(status.getPath.getName) && status.getModificationTime < cutoff
+    }
+    orphans.foreach(status => checkpoint.delete(status.getPath))
+    val report = CleanupReport(oldChangelogs.size, oldSnapshots.size, orphans.size, anchor)
+    if (oldChangelogs.nonEmpty || oldSnapshots.nonEmpty || orphans.nonEmpty) {
+      log.info(s"txstate: cleaned up the checkpoint of $describe: $report")
+    }
+    report
+  }
+}

@@ -1,0 +1,73 @@
+package txstate.store
+
+import java.io.File
+import java.util.UUID
+import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.atomic.AtomicReference
+
+import txstate.checkpoint.{SnapshotFile, SnapshotManifest, StoreCheckpoint}
+import txstate.engine.{CommitPoint, TxEngine}
+
+/**
+ * Snapshots in two steps, so the commit path only pays for a local RocksDB checkpoint (a flush
+ * and hard links): `stage` at commit time, `upload` later on Spark's maintenance thread.
+ *
+ * SST files never change once written, so an SST already uploaded for the same local database
+ * incarnation is referenced again instead of copied: snapshots share files.
+ */
+private[store] final class SnapshotStager(stagingRoot: File, checkpoint: StoreCheckpoint) {
+  private final case class Staged(point: CommitPoint, dir: File, incarnation: String)
+
+  private val pending = new AtomicReference[Option[Staged]](None)
+  // (incarnation, RocksDB file name, size) -> stored file, for files this instance has uploaded.
+  private val uploaded = new ConcurrentHashMap[(String, String, Long), SnapshotFile]()
+
+  def stage(engine: TxEngine): Unit = {
+    val target = new File(stagingRoot, s"${engine.committed.version}-${UUID.randomUUID()}")
+    stagingRoot.mkdirs()
+    val point = engine.checkpointTo(target)
+    pending.getAndSet(Some(Staged(point, target, engine.incarnation))).foreach(old => TxEngine.delete(old.dir))
+  }
+
+  def hasPending: Boolean = pending.get.isDefined
+
+  /** Remembers the files of a snapshot restored into a fresh incarnation, so they are not uploaded again. */
+  def adopt(incarnation: String, manifest: SnapshotManifest): Unit =
+    manifest.files.filter(_.localName.endsWith(".sst")).foreach { f =>
+      uploaded.put((incarnation, f.localName, f.size), f)
+    }
+
+  /** Uploads the newest staged snapshot, if any. Safe to call from a maintenance thread. */
+  def upload(): Option[(SnapshotManifest, SnapshotReport)] = pending.getAndSet(None).map { staged =>
+    val start = System.nanoTime()
+    try {
+      var copied = 0L
+      var reused = 0L
+      val files = Option(staged.dir.listFiles()).toSeq.flatten.filter(_.isFile).sortBy(_.getName).map { local =>
+        val key = (staged.incarnation, local.getName, local.length())
+        Option(uploaded.get(key)).filter(_ => local.getName.endsWith(".sst")) match {
+          case Some(existing) =>
+            reused += existing.size
+            existing
+          case None =>
+            val storedName = s"${UUID.randomUUID()}-${local.getName}"
+            val (size, crc) = checkpoint.upload(local, storedName)
+            copied += size
+            val file = SnapshotFile(local.getName, storedName, size, crc)
+            if (local.getName.endsWith(".sst")) uploaded.put(key, file)
+            file
+        }
+      }
+      val id = staged.point.checkpointId.getOrElse(
+        throw new IllegalStateException(s"txstate: staged snapshot of version ${staged.point.version} has no changelog id"))
+      val manifest = SnapshotManifest(staged.point.version, id, staged.point.numKeys, staged.point.commitTimeMs, files)
+      checkpoint.writeManifest(manifest)
+      (manifest, SnapshotReport(manifest.version, copied, reused, files.size, (System.nanoTime() - start) / 1000000))
+    } finally TxEngine.delete(staged.dir)
+  }
+
+  def close(): Unit = {
+    pending.getAndSet(None).foreach(s => TxEngine.delete(s.dir))
+    TxEngine.delete(stagingRoot)
+  }
+}

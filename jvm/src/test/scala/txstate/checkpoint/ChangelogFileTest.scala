@@ -1,0 +1,189 @@
+package txstate.checkpoint
+
+import java.io.{File, IOException}
+import java.nio.file.{Files, StandardOpenOption}
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.scalatest.funsuite.AnyFunSuite
+
+import txstate.TempDirectories
+import txstate.engine.ChangeRecord
+
+final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
+  private def b(s: String): Array[Byte] = s.getBytes("UTF-8")
+
+  private val records: Vector[ChangeRecord] = Vector(
+    ChangeRecord.DeleteRange(b("a"), b("c")),
+    ChangeRecord.DeleteRange(Array.emptyByteArray, Array[Byte](0)),
+    ChangeRecord.Put(b("b"), b("after the range")),
+    ChangeRecord.Put(Array[Byte](0, -1, 127, -128), Array.emptyByteArray),
+    ChangeRecord.Put(b("big"), Array.tabulate(70000)(_.toByte)), // larger than the write buffer
+    ChangeRecord.Delete(b("gone")))
+
+  private val header = ChangelogHeader(version = 7, changelogId = "id-7", baseChangelogId = Some("id-6"),
+    numKeys = 12345, commitTimeMs = 1700000000000L)
+
+  private def describe(r: ChangeRecord): String = r match {
+    case ChangeRecord.Put(k, v) => s"put ${k.toSeq} ${v.toSeq}"
+    case ChangeRecord.Delete(k) => s"delete ${k.toSeq}"
+    case ChangeRecord.DeleteRange(f, u) => s"range ${f.toSeq} ${u.toSeq}"
+  }
+
+  /** A checkpoint in a fresh directory, addressed with the `file:` scheme. */
+  private def newCheckpoint(): StoreCheckpoint =
+    new StoreCheckpoint(new Path(newTempPath("checkpoint").toURI), new Configuration())
+
+  private def localFile(p: Path): File = new File(p.toUri)
+
+  /** Hadoop's local file system keeps a `.name.crc` sidecar; removing it leaves our own CRC32C as the only check. */
+  private def dropHadoopChecksum(p: Path): Unit = Files.deleteIfExists(new File(localFile(p).getParentFile, s".${p.getName}.crc").toPath)
+
+  private def writeOne(cp: StoreCheckpoint, h: ChangelogHeader = header, id: Option[String] = None): Path = {
+    cp.writeChangelog(h, id, records.iterator)
+    cp.changelogPath(h.version, id)
+  }
+
+  private def assertCorrupt(cp: StoreCheckpoint, path: Path, why: String)(read: => Any): CorruptChangelogException = {
+    val e = intercept[CorruptChangelogException](read)
+    assert(e.getMessage.contains(path.toString), s"the message names the file: ${e.getMessage}")
+    assert(e.getMessage.contains(why), e.getMessage)
+    assert(e.path == path)
+    e
+  }
+
+  test("a changelog round-trips its header and every kind of record in order") {
+    val cp = newCheckpoint()
+    try {
+      val path = cp.changelogPath(7, None)
+      val written = cp.writeChangelog(header, None, records.iterator)
+      assert(path.getName == "7.txlog")
+      assert(written == localFile(path).length())
+      val log = cp.readChangelog(7, None)
+      assert(log.header == header)
+      assert(log.records.map(describe).toVector == records.map(describe))
+      assert(cp.readChangelogHeader(7, None) == header)
+    } finally cp.close()
+  }
+
+  test("an empty changelog of a root version round-trips") {
+    val cp = newCheckpoint()
+    try {
+      val root = header.copy(version = 1, baseChangelogId = None, numKeys = 0)
+      cp.writeChangelog(root, Some("abc"), Iterator.empty)
+      assert(cp.changelogPath(1, Some("abc")).getName == "1_abc.txlog")
+      val log = cp.readChangelog(1, Some("abc"))
+      assert(log.header == root)
+      assert(log.records.isEmpty)
+    } finally cp.close()
+  }
+
+  test("a write that fails half-way leaves no file under the changelog's name") {
+    val cp = newCheckpoint()
+    try {
+      val failing = records.iterator ++ Iterator.continually[ChangeRecord](throw new IOException("disk full")).take(1)
+      intercept[IOException](cp.writeChangelog(header, None, failing))
+      intercept[MissingChangelogException](cp.readChangelog(7, None))
+    } finally cp.close()
+  }
+
+  test("a flipped byte anywhere in the file is reported as corrupt, naming the file") {
+    val cp = newCheckpoint()
+    try {
+      val small = header.copy(version = 3)
+      cp.writeChangelog(small, None, Iterator(ChangeRecord.Put(b("k"), b("v")), ChangeRecord.Delete(b("d"))))
+      val path = cp.changelogPath(3, None)
+      dropHadoopChecksum(path)
+      val original = Files.readAllBytes(localFile(path).toPath)
+      for (i <- original.indices) {
+        val damaged = original.clone()
+        damaged(i) = (damaged(i) ^ 0x10).toByte
+        Files.write(localFile(path).toPath, damaged)
+        val e = intercept[CorruptChangelogException](cp.readChangelog(3, None).records.foreach(_ => ()))
+        assert(e.getMessage.contains(path.toString), s"byte $i: ${e.getMessage}")
+      }
+    } finally cp.close()
+  }
+
+  test("a flipped byte is reported as corrupt, naming the file, while Hadoop's checksum sidecar is present") {
+    val cp = newCheckpoint()
+    try {
+      val path = writeOne(cp)
+      val f = localFile(path)
+      val bytes = Files.readAllBytes(f.toPath)
+      bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 0x01).toByte
+      Files.write(f.toPath, bytes)
+      assertCorrupt(cp, path, "")(cp.readChangelog(7, None))
+    } finally cp.close()
+  }
+
+  test("a truncated changelog is reported as corrupt, naming the file") {
+    val cp = newCheckpoint()
+    try {
+      val path = writeOne(cp)
+      dropHadoopChecksum(path)
+      val f = localFile(path)
+      val full = Files.readAllBytes(f.toPath)
+      for (keep <- Seq(0, 3, 10, 40, full.length / 2, full.length - 1)) {
+        Files.write(f.toPath, java.util.Arrays.copyOf(full, keep), StandardOpenOption.TRUNCATE_EXISTING)
+        assertCorrupt(cp, path, "")(cp.readChangelog(7, None))
+      }
+      Files.write(f.toPath, java.util.Arrays.copyOf(full, 10))
+      assertCorrupt(cp, path, "truncated")(cp.readChangelogHeader(7, None))
+    } finally cp.close()
+  }
+
+  test("a file that is not a changelog (wrong magic) is reported as corrupt, naming the file") {
+    val cp = newCheckpoint()
+    try {
+      val path = writeOne(cp)
+      dropHadoopChecksum(path)
+      val f = localFile(path)
+      val bytes = Files.readAllBytes(f.toPath)
+      bytes(0) = 'X'.toByte
+      Files.write(f.toPath, bytes)
+      assertCorrupt(cp, path, "magic")(cp.readChangelog(7, None))
+      assertCorrupt(cp, path, "magic")(cp.readChangelogHeader(7, None))
+    } finally cp.close()
+  }
+
+  test("a changelog of an unknown format version is reported as corrupt, naming the file and the format") {
+    val cp = newCheckpoint()
+    try {
+      val path = writeOne(cp)
+      dropHadoopChecksum(path)
+      val f = localFile(path)
+      val bytes = Files.readAllBytes(f.toPath)
+      bytes(7) = 9 // the low byte of the format version after the 4-byte magic
+      Files.write(f.toPath, bytes)
+      assertCorrupt(cp, path, "format 9")(cp.readChangelogHeader(7, None))
+    } finally cp.close()
+  }
+
+  test("a missing changelog raises MissingChangelogException naming the file") {
+    val cp = newCheckpoint()
+    try {
+      writeOne(cp)
+      val missing = cp.changelogPath(8, None)
+      val e1 = intercept[MissingChangelogException](cp.readChangelog(8, None))
+      assert(e1.getMessage.contains(missing.toString))
+      assert(e1.path == missing)
+      val e2 = intercept[MissingChangelogException](cp.readChangelogHeader(8, None))
+      assert(e2.getMessage.contains(missing.toString))
+      val e3 = intercept[MissingChangelogException](cp.readChangelog(7, Some("other-id")))
+      assert(e3.getMessage.contains("7_other-id.txlog"))
+    } finally cp.close()
+  }
+
+  test("rewriting a version replaces the file atomically (a re-run batch under checkpoint format v1)") {
+    val cp = newCheckpoint()
+    try {
+      writeOne(cp)
+      val rerun = header.copy(changelogId = "id-7-rerun")
+      cp.writeChangelog(rerun, None, Iterator(ChangeRecord.Delete(b("x"))))
+      val log = cp.readChangelog(7, None)
+      assert(log.header == rerun)
+      assert(log.records.map(describe).toVector == Vector(describe(ChangeRecord.Delete(b("x")))))
+    } finally cp.close()
+  }
+}

@@ -1,0 +1,290 @@
+package txstate.store
+
+import java.io.File
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+import java.util.UUID
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.scalatest.funsuite.AnyFunSuite
+
+import txstate.TempDirectories
+import txstate.checkpoint.{ChangelogHeader, CorruptChangelogException, MissingChangelogException, StoreCheckpoint}
+import txstate.engine.{ChangeRecord, EngineOptions, KeyRange, Transaction}
+
+final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
+  private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
+  private def str(a: Array[Byte]): String = new String(a, UTF_8)
+
+  /** A fresh checkpoint root (`file:` scheme) shared by the instances of one test. */
+  private def newRoot(): Path = new Path(newTempPath("checkpoint").toURI)
+
+  private def open(root: Path, local: File = newTempPath("local"), idsInFileNames: Boolean = false): StoreInstance =
+    new StoreInstance(local, new StoreCheckpoint(root, new Configuration()), EngineOptions(), idsInFileNames,
+      snapshotInterval = Int.MaxValue, describe = "test store")
+
+  private def closeAll(instances: StoreInstance*): Unit = instances.foreach { i =>
+    try i.close() finally i.checkpoint.close()
+  }
+
+  /** Commits `writes` on top of the loaded version; returns the new version. */
+  private def commit(inst: StoreInstance)(writes: Transaction => Unit): Long = {
+    val tx = inst.begin()
+    writes(tx)
+    inst.commit(tx).version
+  }
+
+  private def put(pairs: (String, String)*)(tx: Transaction): Unit = pairs.foreach { case (k, v) => tx.put(b(k), b(v)) }
+
+  /** Exactly what the loaded version holds. */
+  private def contents(inst: StoreInstance): Map[String, String] = {
+    val tx = inst.begin()
+    val it = tx.iterator(KeyRange.all)
+    try it.map(kv => str(kv.key) -> str(kv.value)).toMap
+    finally { it.close(); tx.discard() }
+  }
+
+  private def localFile(p: Path): File = new File(p.toUri)
+
+  /** Damages one byte of a checkpoint file (and drops Hadoop's checksum sidecar, so our own checks must catch it). */
+  private def flipByte(p: Path, at: Array[Byte] => Int, mask: Int): Unit = {
+    val f = localFile(p)
+    Files.deleteIfExists(new File(f.getParentFile, s".${f.getName}.crc").toPath)
+    val bytes = Files.readAllBytes(f.toPath)
+    val i = at(bytes)
+    bytes(i) = (bytes(i) ^ mask).toByte
+    Files.write(f.toPath, bytes)
+  }
+
+  /** Versions 1..n, version v adding key k<v> and overwriting "last". */
+  private def history(n: Int): Seq[Map[String, String]] =
+    (0 to n).map(v => if (v == 0) Map.empty[String, String] else (1 to v).map(i => s"k$i" -> s"v$i").toMap + ("last" -> s"$v"))
+
+  private def writeHistory(inst: StoreInstance, n: Int): Unit =
+    (1 to n).foreach { v =>
+      assert(commit(inst)(put(s"k$v" -> s"v$v", "last" -> s"$v")) == v)
+    }
+
+  test("loading the version the local database already holds reuses it without replaying") {
+    val a = open(newRoot())
+    try {
+      assert(a.load(0, None).path == LoadPath.Reused)
+      writeHistory(a, 3)
+      val report = a.load(3, None)
+      assert(report.path == LoadPath.Reused)
+      assert(report.changelogsReplayed == 0)
+      assert(contents(a) == history(3)(3))
+      assert(a.committed.numKeys == 4)
+    } finally closeAll(a)
+  }
+
+  test("an instance behind by k versions replays only the missing changelogs") {
+    val root = newRoot()
+    val a = open(root)
+    val b2 = open(root)
+    try {
+      writeHistory(a, 2)
+      val first = b2.load(2, None)
+      assert(first.path == LoadPath.CaughtUp && first.changelogsReplayed == 2)
+      assert(contents(b2) == history(2)(2))
+      (3 to 6).foreach(v => commit(a)(put(s"k$v" -> s"v$v", "last" -> s"$v")))
+      val report = b2.load(6, None)
+      assert(report.path == LoadPath.CaughtUp)
+      assert(report.changelogsReplayed == 4)
+      assert(contents(b2) == history(6)(6))
+      assert(b2.committed == a.committed)
+    } finally closeAll(a, b2)
+  }
+
+  test("re-requesting a committed version rolls back locally, and the re-run's result wins") {
+    val root = newRoot()
+    val a = open(root)
+    try {
+      writeHistory(a, 3)
+      assert(commit(a)(put("first-attempt" -> "x")) == 4)
+      val report = a.load(3, None)
+      assert(report.path == LoadPath.RolledBack)
+      assert(contents(a) == history(3)(3))
+      assert(commit(a)(put("rerun" -> "y")) == 4)
+      assert(a.load(4, None).path == LoadPath.Reused)
+      assert(contents(a) == history(3)(3) + ("rerun" -> "y"))
+    } finally closeAll(a)
+    val c = open(root)
+    try {
+      c.load(4, None)
+      assert(contents(c) == history(3)(3) + ("rerun" -> "y"), "the checkpoint holds the re-run, not the first attempt")
+    } finally closeAll(c)
+  }
+
+  test("a version whose changelog another instance overwrote is rebuilt from the checkpoint, never reused") {
+    val root = newRoot()
+    val a = open(root)
+    val other = open(root)
+    try {
+      writeHistory(a, 2)
+      other.load(1, None)
+      assert(commit(other)(put("from-b" -> "b")) == 2) // overwrites 2.txlog under checkpoint format v1
+      val report = a.load(2, None)
+      assert(report.path == LoadPath.Rebuilt)
+      assert(contents(a) == history(1)(1) + ("from-b" -> "b"))
+      assert(a.committed.checkpointId == other.committed.checkpointId)
+    } finally closeAll(a, other)
+  }
+
+  test("an instance behind on a lineage that another instance rewrote is rebuilt, not caught up") {
+    val root = newRoot()
+    val a = open(root)
+    val other = open(root)
+    try {
+      writeHistory(a, 2) // a holds version 2 of its own lineage
+      other.load(1, None)
+      commit(other)(put("b2" -> "x"))   // rewrites 2.txlog
+      commit(other)(put("b3" -> "y"))   // 3.txlog built on the rewritten version 2
+      val report = a.load(3, None)
+      assert(report.path == LoadPath.Rebuilt)
+      assert(contents(a) == history(1)(1) + ("b2" -> "x") + ("b3" -> "y"))
+    } finally closeAll(a, other)
+  }
+
+  test("a changelog written without its local commit (a crash in between) is replayed; the older version stays loadable") {
+    val root = newRoot()
+    val a = open(root)
+    try {
+      writeHistory(a, 2)
+      val base = a.committed
+      // The crash: version 3's changelog is durable, the local commit never happened.
+      val header = ChangelogHeader(3, UUID.randomUUID().toString, base.checkpointId, base.numKeys + 1, System.currentTimeMillis())
+      a.checkpoint.writeChangelog(header, None, Iterator(ChangeRecord.Put(b("crash"), b("3"))))
+      assert(a.committed.version == 2)
+
+      val atTwo = a.load(2, None)
+      assert(atTwo.path == LoadPath.Reused)
+      assert(contents(a) == history(2)(2))
+
+      val atThree = a.load(3, None)
+      assert(atThree.path == LoadPath.CaughtUp && atThree.changelogsReplayed == 1)
+      assert(contents(a) == history(2)(2) + ("crash" -> "3"))
+      assert(a.committed.numKeys == 4)
+    } finally closeAll(a)
+  }
+
+  test("an instance that dies after the changelog write restarts on its local directory at a consistent version") {
+    val root = newRoot()
+    val local = newTempPath("local")
+    val a = open(root, local)
+    writeHistory(a, 2)
+    val tx = a.begin()
+    tx.put(b("late"), b("3"))
+    a.close() // the local engine goes away: the changelog is written, the local commit fails
+    intercept[IllegalStateException](a.commit(tx))
+    a.checkpoint.close()
+
+    val restarted = open(root, local)
+    try {
+      assert(restarted.committed.version == 2, "the local directory still holds version 2")
+      assert(restarted.load(2, None).path == LoadPath.Reused)
+      assert(contents(restarted) == history(2)(2))
+      val report = restarted.load(3, None)
+      assert(report.path == LoadPath.CaughtUp && report.changelogsReplayed == 1)
+      assert(contents(restarted) == history(2)(2) + ("late" -> "3"))
+    } finally closeAll(restarted)
+
+    val fresh = open(root)
+    try {
+      fresh.load(2, None)
+      assert(contents(fresh) == history(2)(2))
+    } finally closeAll(fresh)
+  }
+
+  test("a corrupt changelog fails the load naming the file and version, and leaves a consistent earlier version") {
+    val root = newRoot()
+    val a = open(root)
+    val reader = open(root)
+    try {
+      writeHistory(a, 3)
+      val damaged = a.checkpoint.changelogPath(2, None)
+      flipByte(damaged, bytes => bytes.length - 14, 0x01) // the last record's value: only the checksum can tell
+      val e = intercept[CorruptChangelogException](reader.load(3, None))
+      assert(e.getMessage.contains(damaged.toString))
+      assert(e.getMessage.contains("2.txlog"))
+      assert(reader.committed.version == 1, "version 1 replayed completely before the damaged version 2")
+      assert(contents(reader) == history(1)(1))
+      assert(reader.load(1, None).path == LoadPath.Reused)
+      intercept[CorruptChangelogException](reader.load(3, None))
+      assert(contents(reader) == history(1)(1))
+      // The instance that wrote version 3 still holds it locally and never re-reads the damaged file.
+      assert(a.load(3, None).path == LoadPath.Reused)
+      assert(contents(a) == history(3)(3))
+    } finally closeAll(a, reader)
+  }
+
+  for ((label, mask) <- Seq("to another ASCII character" -> 0x01, "to a non-ASCII byte" -> 0x80)) {
+    test(s"a changelog whose id in the header was damaged $label fails the load with an error naming that file") {
+      val root = newRoot()
+      val a = open(root)
+      val reader = open(root)
+      try {
+        writeHistory(a, 3)
+        val damaged = a.checkpoint.changelogPath(2, None)
+        flipByte(damaged, _ => 4 + 4 + 8 + 2 + 3, mask) // magic, format, version, UTF length, then the id
+        val e = intercept[Exception](reader.load(3, None))
+        assert(e.getMessage.contains("2.txlog"), s"the error names the damaged file: $e")
+        assert(reader.committed.version <= 1)
+      } finally closeAll(a, reader)
+    }
+  }
+
+  test("loading a version that was never written names the missing changelog") {
+    val root = newRoot()
+    val a = open(root)
+    val reader = open(root)
+    try {
+      writeHistory(a, 2)
+      val e = intercept[MissingChangelogException](reader.load(5, None))
+      assert(e.getMessage.contains("5.txlog"))
+      assert(reader.committed.version == 0)
+    } finally closeAll(a, reader)
+  }
+
+  test("under checkpoint format v2 the requested id picks the lineage, and both attempts of a version stay loadable") {
+    val root = newRoot()
+    val a = open(root, idsInFileNames = true)
+    val other = open(root, idsInFileNames = true)
+    try {
+      commit(a)(put("base" -> "0"))
+      val v1 = a.committed.checkpointId
+      commit(a)(put("from-a" -> "a"))
+      val idA = a.committed.checkpointId
+      other.load(1, v1)
+      commit(other)(put("from-b" -> "b"))
+      val idB = other.committed.checkpointId
+      assert(idA != idB)
+      assert(localFile(a.checkpoint.changelogPath(2, idA)).isFile && localFile(a.checkpoint.changelogPath(2, idB)).isFile)
+
+      assert(a.load(2, idA).path == LoadPath.Reused)
+      assert(a.load(2, idB).path == LoadPath.Rebuilt)
+      assert(contents(a) == Map("base" -> "0", "from-b" -> "b"))
+      a.load(2, idA)
+      assert(contents(a) == Map("base" -> "0", "from-a" -> "a"))
+      val e = intercept[IllegalStateException](a.load(2, None))
+      assert(e.getMessage.contains("without a checkpoint id"))
+    } finally closeAll(a, other)
+  }
+
+  test("loadEmpty starts a new lineage that another instance can rebuild") {
+    val root = newRoot()
+    val a = open(root)
+    val reader = open(root)
+    try {
+      writeHistory(a, 2)
+      a.loadEmpty(5)
+      assert(contents(a).isEmpty)
+      assert(commit(a)(put("x" -> "6")) == 6)
+      assert(commit(a)(put("y" -> "7")) == 7)
+      reader.load(7, None)
+      assert(contents(reader) == Map("x" -> "6", "y" -> "7"))
+      assert(reader.committed.numKeys == 2)
+    } finally closeAll(a, reader)
+  }
+}
