@@ -13,9 +13,11 @@ import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+
 import txstate.checkpoint.StoreCheckpoint
-import txstate.engine.{CommitPoint, Transaction}
-import txstate.store.{CommitReport, StoreInstance}
+import txstate.engine.{ChangeRecord, CommitPoint, Transaction}
+import txstate.store.{CommitReport, LoadReport, StoreInstance}
 
 /**
  * Spark's entry point: `spark.sql.streaming.stateStore.providerClass=txstate.spark.TxStateStoreProvider`.
@@ -25,7 +27,7 @@ import txstate.store.{CommitReport, StoreInstance}
  * reports commits to Spark's coordinator. Spark builds providers on the driver only to read
  * `supportedCustomMetrics`, so construction does nothing; all work waits for `init`/`getStore`.
  */
-class TxStateStoreProvider extends StateStoreProvider {
+class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedReplay {
   private val log = LoggerFactory.getLogger(classOf[TxStateStoreProvider])
 
   private var storeId: StateStoreId = _
@@ -60,10 +62,42 @@ class TxStateStoreProvider extends StateStoreProvider {
   override def stateStoreId: StateStoreId = storeId
 
   override def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean,
-      loadEmpty: Boolean): StateStore = open(version, uniqueId, loadEmpty, readOnly = false, forceSnapshotOnCommit)
+      loadEmpty: Boolean): StateStore =
+    open(version, readOnly = false, forceSnapshotOnCommit)(inst =>
+      if (loadEmpty) inst.loadEmpty(version) else inst.load(version, uniqueId))
 
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
-    open(version, uniqueId, loadEmpty = false, readOnly = true, forceSnapshot = false)
+    open(version, readOnly = true, forceSnapshot = false)(_.load(version, uniqueId))
+
+  /** State data source with `snapshotStartBatchId`: the snapshot of `snapshotVersion`, then changelogs. */
+  override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
+      snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore =
+    open(endVersion, readOnly, forceSnapshot = false)(
+      _.loadFromSnapshot(snapshotVersion, endVersion, endVersionStateStoreCkptId))
+
+  override def replayReadStateFromSnapshot(snapshotVersion: Long, endVersion: Long,
+      snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): ReadStateStore =
+    replayStateFromSnapshot(snapshotVersion, endVersion, readOnly = true, snapshotVersionStateStoreCkptId,
+      endVersionStateStoreCkptId)
+
+  /** State data source with `readChangeFeed`: the changes of each version, from the changelogs. */
+  override def changeFeed(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
+      endVersionStateStoreCkptId: Option[String]): Iterator[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] = {
+    val family = colFamilyNameOpt.getOrElse(ColumnFamilies.defaultName)
+    if (family != ColumnFamilies.defaultName) {
+      throw TxStateErrors.unsupported("readChangeFeed", storeId,
+        s"the change feed covers the default column family only, not '$family'")
+    }
+    val rowCodec = codec(family).getOrElse(throw TxStateErrors.unknownColumnFamily(family, storeId, Nil))
+    val familyRange = ColumnFamilies.familyRange(ColumnFamilies.defaultId)
+    instance.changesBetween(startVersion, endVersion, endVersionStateStoreCkptId).collect {
+      case (v, ChangeRecord.Put(k, value)) if familyRange.contains(k) =>
+        (TxStateChangeDataReader.put, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)),
+          rowCodec.decodeStored(value).nextOption().orNull, v - 1)
+      case (v, ChangeRecord.Delete(k)) if familyRange.contains(k) =>
+        (TxStateChangeDataReader.delete, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)), null: UnsafeRow, v - 1)
+    }
+  }
 
   override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
       forceSnapshotOnCommit: Boolean): StateStore = readStore match {
@@ -151,16 +185,16 @@ class TxStateStoreProvider extends StateStoreProvider {
 
   // ---- internals ----------------------------------------------------------------------------
 
-  private def open(version: Long, uniqueId: Option[String], loadEmpty: Boolean, readOnly: Boolean,
-      forceSnapshot: Boolean): TxStateStore = {
+  private def open(version: Long, readOnly: Boolean, forceSnapshot: Boolean)(load: StoreInstance => LoadReport)
+      : TxStateStore = {
     if (storeId == null) {
       throw new IllegalStateException("[TXSTATE_NOT_INITIALIZED] getStore called before init on TxStateStoreProvider")
     }
     acquire()
     try {
       val inst = instance
-      val load = if (loadEmpty) inst.loadEmpty(version) else inst.load(version, uniqueId)
-      abortWhenTaskEnds(new TxStateStore(this, storeId, version, inst.begin(), load, readOnly, forceSnapshot))
+      val report = load(inst)
+      abortWhenTaskEnds(new TxStateStore(this, storeId, version, inst.begin(), report, readOnly, forceSnapshot))
     } catch {
       case NonFatal(e) =>
         holder = None

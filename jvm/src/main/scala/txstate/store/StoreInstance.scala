@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 import org.slf4j.LoggerFactory
 
 import txstate.checkpoint.{ChangelogHeader, MissingChangelogException, SnapshotManifest, StoreCheckpoint}
-import txstate.engine.{CommitPoint, EngineOptions, Transaction, TxEngine}
+import txstate.engine.{ChangeRecord, CommitPoint, EngineOptions, Transaction, TxEngine}
 
 /**
  * One store instance: the local transactional engine plus its checkpoint files. It makes a
@@ -73,6 +73,42 @@ final class StoreInstance(
   }
 
   def begin(): Transaction = engine.begin()
+
+  /**
+   * The changes committed in versions `startVersion` to `endVersion` on the requested lineage, in
+   * commit order, each with its version. Reads checkpoint files only; the local database is untouched.
+   */
+  def changesBetween(startVersion: Long, endVersion: Long, endCheckpointId: Option[String])
+      : Iterator[(Long, ChangeRecord)] = {
+    require(startVersion >= 1 && startVersion <= endVersion,
+      s"txstate: invalid change range $startVersion..$endVersion for $describe")
+    val chain = walkDown(endVersion, endCheckpointId, (level, _) => level < startVersion) match {
+      case Some((headers, level, _)) if level == startVersion - 1 => headers
+      case _ => throw cannotRebuild(endVersion, s"its changelogs from version $startVersion do not form one chain", null)
+    }
+    chain.iterator.flatMap { h =>
+      checkpoint.readChangelog(h.version, fileId(Some(h.changelogId))).records.map(r => (h.version, r))
+    }
+  }
+
+  /**
+   * Loads `endVersion` starting from the snapshot of `snapshotVersion` (Spark's state data source
+   * with `snapshotStartBatchId`): the snapshot must exist on the lineage; no newer snapshot is used.
+   */
+  def loadFromSnapshot(snapshotVersion: Long, endVersion: Long, endCheckpointId: Option[String]): LoadReport = {
+    val start = System.nanoTime()
+    val (chain, id) = walkDown(endVersion, endCheckpointId, (level, _) => level <= snapshotVersion) match {
+      case Some((headers, level, Some(i))) if level == snapshotVersion => (headers, i)
+      case _ => throw cannotRebuild(endVersion, s"no chain of changelogs leads back to version $snapshotVersion", null)
+    }
+    if (!checkpoint.snapshots().exists(e => e.version == snapshotVersion && e.id.contains(id))) {
+      throw cannotRebuild(endVersion, s"there is no snapshot of version $snapshotVersion on its lineage " +
+        s"(expected ${checkpoint.snapshotPath(snapshotVersion, id)})", null)
+    }
+    restoreSnapshot(checkpoint.readManifest(snapshotVersion, id))
+    val replayed = replay(chain)
+    LoadReport(endVersion, LoadPath.Rebuilt, replayed, (System.nanoTime() - start) / 1000000)
+  }
 
   /**
    * Makes the transaction durable as version `base + 1`: changelog on the checkpoint, then the
