@@ -19,7 +19,7 @@ final case class CheckpointEntry(version: Long, id: Option[String], path: Path, 
  * - `sst/<uuid>-<rocksdb file name>`: RocksDB files, shared by every snapshot that contains them.
  */
 final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends AutoCloseable {
-  private val files = CheckpointFileManager.create(root, hadoopConf)
+  private val files = LocalCheckpointFileManager.forLocation(root, hadoopConf)
   private val sstDir = new Path(root, "sst")
 
   def changelogPath(version: Long, checkpointId: Option[String]): Path =

@@ -8,7 +8,7 @@ import java.util.Arrays
  * Keeps the exact live key count: every write learns whether its key was visible before. Reads
  * remember the committed existence of the last key they looked up, because Spark's operators read
  * a key right before they write it (aggregation, deduplication, joins): the write then costs no
- * second lookup. Blind writes ask the bloom filter first.
+ * second lookup.
  */
 final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint) {
   private[engine] val buffer = new WriteBuffer
@@ -87,7 +87,8 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
   private def committedValue(key: Array[Byte]): Option[Array[Byte]] = {
     if (probeValid && Arrays.equals(probedKey, key)) probedValue
     else {
-      val value = if (engine.mayExist(key)) Option(engine.readCommitted(key)) else None
+      // A plain get: RocksDB consults the bloom filter itself; keyMayExist first cost a second lookup.
+      val value = Option(engine.readCommitted(key))
       probedKey = key
       probedValue = value
       probeValid = true

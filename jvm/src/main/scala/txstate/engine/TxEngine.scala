@@ -80,9 +80,6 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   /** Reads a committed value (the view transactions read through). */
   private[engine] def readCommitted(key: Array[Byte]): Array[Byte] = database.db.get(database.data, key)
 
-  /** False only when `key` is certainly absent (bloom filter); true means "look it up". */
-  private[engine] def mayExist(key: Array[Byte]): Boolean = database.db.keyMayExist(database.data, key, null)
-
   private[engine] def committedRange(range: KeyRange): KeyValueIterator =
     new RocksRangeIterator(ro => database.db.newIterator(database.data, ro), range)
 
