@@ -8,7 +8,13 @@ import org.scalatest.{BeforeAndAfterAll, Suite}
 
 /** Real directories for a suite's databases and checkpoints, deleted when the suite ends. */
 trait TempDirectories extends BeforeAndAfterAll { this: Suite =>
-  private lazy val suiteRoot: File = Files.createTempDirectory(s"txstate-${getClass.getSimpleName}-").toFile
+  /** Where the suite's directories go; None = the JVM's temp directory. */
+  protected def tempParent: Option[Path] = None
+
+  private lazy val suiteRoot: File = {
+    val prefix = s"txstate-${getClass.getSimpleName}-"
+    tempParent.fold(Files.createTempDirectory(prefix))(Files.createTempDirectory(_, prefix)).toFile
+  }
 
   /** A fresh, existing directory. */
   def newTempDir(name: String = "dir"): File = Files.createTempDirectory(suiteRoot.toPath, s"$name-").toFile

@@ -43,6 +43,7 @@ object ChangelogFile {
       header.baseChangelogId.foreach(out.writeUTF)
       out.writeLong(header.numKeys)
       out.writeLong(header.commitTimeMs)
+      out.writeInt(header.segments)
       var count = 0L
       changes.foreach { change =>
         change match {
@@ -96,6 +97,7 @@ object ChangelogFile {
       Changelog(readHeaderFields(in), new RecordIterator(in, path))
     } catch {
       case e: EOFException => corrupt(path, "its header is truncated", e)
+      case e: java.io.UTFDataFormatException => corrupt(path, "its header holds a damaged changelog id", e)
     }
   }
 
@@ -117,6 +119,7 @@ object ChangelogFile {
       readHeaderFields(data)
     } catch {
       case e: EOFException => corrupt(path, "its header is truncated", e)
+      case e: java.io.UTFDataFormatException => corrupt(path, "its header holds a damaged changelog id", e)
     } finally in.close()
   }
 
@@ -126,7 +129,8 @@ object ChangelogFile {
       changelogId = in.readUTF(),
       baseChangelogId = if (in.readBoolean()) Some(in.readUTF()) else None,
       numKeys = in.readLong(),
-      commitTimeMs = in.readLong())
+      commitTimeMs = in.readLong(),
+      segments = in.readInt())
 
   private final class RecordIterator(in: DataInputStream, path: Path) extends Iterator[ChangeRecord] {
     private var pending: Option[ChangeRecord] = None

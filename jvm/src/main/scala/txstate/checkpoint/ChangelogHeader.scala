@@ -10,4 +10,5 @@ final case class ChangelogHeader(
     changelogId: String,
     baseChangelogId: Option[String],
     numKeys: Long,
-    commitTimeMs: Long)
+    commitTimeMs: Long,
+    segments: Int = 0)

@@ -25,6 +25,9 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
   def changelogPath(version: Long, checkpointId: Option[String]): Path =
     new Path(root, checkpointId.fold(s"$version.txlog")(id => s"${version}_$id.txlog"))
 
+  /** The k-th early-commit segment (k from 1) of an open version's attempt `changelogId`. */
+  def segmentPath(version: Long, changelogId: String, k: Int): Path = new Path(root, s"${version}_$changelogId-$k.txseg")
+
   def snapshotPath(version: Long, changelogId: String): Path = new Path(root, s"${version}_$changelogId.snapshot")
 
   @volatile private var rootExists = false
@@ -40,10 +43,32 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
   def readChangelog(version: Long, checkpointId: Option[String]): Changelog =
     ChangelogFile.read(files, changelogPath(version, checkpointId))
 
+  def writeSegment(header: ChangelogHeader, k: Int, changes: Iterator[ChangeRecord]): Long = {
+    if (!rootExists) {
+      if (!files.exists(root)) files.mkdirs(root)
+      rootExists = true
+    }
+    ChangelogFile.write(files, segmentPath(header.version, header.changelogId, k), header, changes)
+  }
+
+  def readSegment(version: Long, changelogId: String, k: Int): Changelog =
+    ChangelogFile.read(files, segmentPath(version, changelogId, k))
+
+  /**
+   * Every change of a version: its early-commit segments in order, then its changelog's own records.
+   * The changelog is read and verified now, before the caller writes anything; each segment when
+   * the iteration reaches it, so a large spilled version never sits in memory whole.
+   */
+  def readVersionChanges(header: ChangelogHeader, checkpointId: Option[String]): Iterator[ChangeRecord] = {
+    val own = readChangelog(header.version, checkpointId).records
+    (1 to header.segments).iterator.flatMap(k => readSegment(header.version, header.changelogId, k).records) ++ own
+  }
+
   def readChangelogHeader(version: Long, checkpointId: Option[String]): ChangelogHeader =
     ChangelogFile.readHeader(files, changelogPath(version, checkpointId))
 
   def changelogs(): Seq[CheckpointEntry] = entries(".txlog")
+  def segments(): Seq[CheckpointEntry] = entries(".txseg")
   def snapshots(): Seq[CheckpointEntry] = entries(".snapshot")
 
   def writeManifest(manifest: SnapshotManifest): Unit =

@@ -11,6 +11,14 @@ final case class KeyValue(key: Array[Byte], value: Array[Byte])
  */
 trait KeyValueIterator extends Iterator[KeyValue] with AutoCloseable
 
+object KeyValueIterator {
+  def empty: KeyValueIterator = new KeyValueIterator {
+    def hasNext: Boolean = false
+    def next(): KeyValue = throw new NoSuchElementException("txstate: iterator is exhausted")
+    def close(): Unit = ()
+  }
+}
+
 /** Committed rows of one RocksDB column family within a key range; owns its native objects. */
 private[engine] final class RocksRangeIterator(open: ReadOptions => RocksIterator, range: KeyRange)
     extends KeyValueIterator {

@@ -61,6 +61,8 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
 
   /** Live rows in `range`, in key order, merging this transaction's writes over the committed rows. */
   def iterator(range: KeyRange): KeyValueIterator = {
+    // An inverted range holds nothing (as in Spark's own RocksDB store), not an error.
+    if (range.until.exists(ByteKeys.compare(_, range.from) <= 0)) return KeyValueIterator.empty
     val it = new MergedIterator(engine.committedRange(range), buffer, range, closed => openIterators.remove(closed))
     openIterators.add(it)
     it
@@ -81,7 +83,16 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
     probeValid = false
   }
 
-  /** Changes in apply order (range deletes, then point writes by key). */
+  /** True while an iterator is open: spilling then would hide buffered rows from it. */
+  def hasOpenIterators: Boolean = !openIterators.isEmpty
+
+  /** After the engine moved the buffer into the database: the buffer restarts empty. */
+  private[engine] def afterSpill(): Unit = {
+    buffer.clear()
+    probeValid = false // the committed view now includes the spilled sub-batch
+  }
+
+  /** Changes in apply order (range deletes, then point writes). */
   def changes: Iterator[ChangeRecord] = buffer.changes
 
   private def committedValue(key: Array[Byte]): Option[Array[Byte]] = {

@@ -54,6 +54,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   private var committedPoint: CommitPoint = CommitPoint.empty
   private var inFlightVersion: Option[Long] = None
   private var undo: Option[Undo] = None
+  private var spill: Option[OpenSpill] = None
   private var closed = false
   private var incarnationId = UUID.randomUUID().toString
 
@@ -93,21 +94,105 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       s"txstate: transaction began at version ${tx.base.version} but the store is at ${committedPoint.version}")
     tx.closeIterators()
     releaseUndo()
-    val snapshot = database.db.getSnapshot
-    val touched = tx.buffer.touchedKeys
-    try {
-      Using.resource(new WriteBatch()) { batch =>
-        tx.buffer.changes.foreach(addTo(batch, _))
-        batch.put(database.commit, committedKey, point.toBytes)
-        database.db.write(writeOptions, batch)
-      }
-    } catch {
-      case e: Throwable =>
-        database.db.releaseSnapshot(snapshot)
-        throw e
+    spill match {
+      case Some(open) if open.tx eq tx =>
+        // The version's earlier sub-batches are in the database already; this write finishes it
+        // and clears the in-flight marker atomically. Undoing it would need every spilled key, so
+        // a spilled version is not kept for rollback: a re-run rebuilds instead.
+        Using.resource(new WriteBatch()) { batch =>
+          tx.buffer.changes.foreach(addTo(batch, _))
+          batch.put(database.commit, committedKey, point.toBytes)
+          batch.delete(database.commit, inFlightKey)
+          database.db.write(writeOptions, batch)
+        }
+        database.db.releaseSnapshot(open.before)
+        spill = None
+        inFlightVersion = None
+      case _ =>
+        val snapshot = database.db.getSnapshot
+        val touched = tx.buffer.touchedKeys
+        try {
+          Using.resource(new WriteBatch()) { batch =>
+            tx.buffer.changes.foreach(addTo(batch, _))
+            batch.put(database.commit, committedKey, point.toBytes)
+            database.db.write(writeOptions, batch)
+          }
+        } catch {
+          case e: Throwable =>
+            database.db.releaseSnapshot(snapshot)
+            throw e
+        }
+        undo = Some(Undo(snapshot, touched, committedPoint))
     }
-    undo = Some(Undo(snapshot, touched, committedPoint))
     committedPoint = point
+  }
+
+  /**
+   * Early commit (DESIGN §3): moves the transaction's buffer into the database as a sub-batch of
+   * the still-open version `base + 1`, under the in-flight marker, so memory stays bounded. The
+   * first spill keeps a RocksDB snapshot of the committed version: `undoSpill` restores from it.
+   * The caller makes the sub-batch durable (a changelog segment) first.
+   */
+  def spill(tx: Transaction): Unit = {
+    ensureOpen()
+    require(tx.base == committedPoint,
+      s"txstate: transaction began at version ${tx.base.version} but the store is at ${committedPoint.version}")
+    if (spill.isEmpty) {
+      releaseUndo()
+      spill = Some(OpenSpill(tx, database.db.getSnapshot))
+    }
+    val version = tx.base.version + 1
+    Using.resource(new WriteBatch()) { batch =>
+      batch.put(database.commit, inFlightKey, java.nio.ByteBuffer.allocate(8).putLong(version).array())
+      tx.buffer.changes.foreach(addTo(batch, _))
+      database.db.write(writeOptions, batch)
+    }
+    inFlightVersion = Some(version)
+    tx.afterSpill()
+  }
+
+  /** True when `tx` has moved sub-batches into the database. */
+  def hasSpilled(tx: Transaction): Boolean = spill.exists(_.tx eq tx)
+
+  /**
+   * Undoes every sub-batch of a spilled transaction: each key they touched gets back its value in
+   * the committed version, read from the snapshot taken before the first spill; then the in-flight
+   * marker is cleared. `spilledChanges` lists the sub-batches' changes (read back from their
+   * segments, so the keys never had to stay in memory).
+   */
+  def undoSpill(tx: Transaction, spilledChanges: Iterator[ChangeRecord]): Unit = {
+    ensureOpen()
+    val open = spill.filter(_.tx eq tx).getOrElse(throw new IllegalStateException("txstate: no spilled transaction to undo"))
+    Using.resource(new ReadOptions().setSnapshot(open.before)) { atSnapshot =>
+      var batch = new WriteBatch()
+      try {
+        def restore(key: Array[Byte]): Unit = {
+          val old = database.db.get(database.data, atSnapshot, key)
+          if (old == null) batch.delete(database.data, key) else batch.put(database.data, key, old)
+        }
+        spilledChanges.foreach { change =>
+          change match {
+            case ChangeRecord.Put(k, _) => restore(k)
+            case ChangeRecord.Delete(k) => restore(k)
+            case ChangeRecord.DeleteRange(from, until) =>
+              Using.resource(new RocksRangeIterator(ro => {
+                ro.setSnapshot(open.before)
+                database.db.newIterator(database.data, ro)
+              }, KeyRange(from, Some(until))))(_.foreach(kv => batch.put(database.data, kv.key, kv.value)))
+          }
+          if (batch.getDataSize >= options.replayChunkBytes) {
+            database.db.write(writeOptions, batch)
+            batch.close()
+            batch = new WriteBatch()
+          }
+        }
+        batch.delete(database.commit, inFlightKey)
+        database.db.write(writeOptions, batch)
+      } finally batch.close()
+    }
+    database.db.releaseSnapshot(open.before)
+    spill = None
+    inFlightVersion = None
   }
 
   /** Restores the version before the last commit (Spark re-runs a batch this store committed). */
@@ -187,6 +272,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   def restore(fill: File => Unit): CommitPoint = {
     ensureOpen()
     releaseUndo()
+    releaseSpill()
     database.close()
     deleteRecursively(dir.toPath)
     if (!dir.mkdirs()) throw new IllegalStateException(s"txstate: cannot create the local state directory $dir")
@@ -209,6 +295,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   def wipe(): Unit = {
     ensureOpen()
     releaseUndo()
+    releaseSpill()
     database.close()
     deleteRecursively(dir.toPath)
     incarnationId = UUID.randomUUID().toString
@@ -233,8 +320,11 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   def close(): Unit = if (!closed) {
     closed = true
     try {
-      releaseUndo()
-      if (database != null) database.close()
+      if (database != null) {
+        releaseUndo()
+        releaseSpill()
+        database.close()
+      }
     } finally {
       writeOptions.close()
       dataOptions.close()
@@ -269,6 +359,12 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     undo = None
   }
 
+  /** Forgets an abandoned spill (the database is being replaced or closed). */
+  private def releaseSpill(): Unit = {
+    spill.foreach(s => database.db.releaseSnapshot(s.before))
+    spill = None
+  }
+
   private def ensureOpen(): Unit =
     if (closed) throw new IllegalStateException(s"txstate: the local state engine for $dir is closed")
 }
@@ -279,6 +375,9 @@ object TxEngine {
 
   /** The previous version's view and the keys the last commit changed. */
   private final case class Undo(snapshot: Snapshot, touched: TouchedKeys, previous: CommitPoint)
+
+  /** A transaction that has spilled sub-batches, and the committed view from before the first one. */
+  private final case class OpenSpill(tx: Transaction, before: Snapshot)
 
   def open(dir: File, options: EngineOptions = EngineOptions()): TxEngine = new TxEngine(dir, options)
 

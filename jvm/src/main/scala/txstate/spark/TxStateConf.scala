@@ -16,7 +16,9 @@ final case class TxStateConf(
     engine: EngineOptions,
     checkpointIdsInFileNames: Boolean,
     snapshotInterval: Int,
-    minVersionsToRetain: Int)
+    minVersionsToRetain: Int,
+    maxUncommittedRecords: Option[Long],
+    maxUncommittedBytes: Option[Long])
 
 object TxStateConf {
   val prefix = "spark.sql.streaming.stateStore.txstate."
@@ -25,6 +27,10 @@ object TxStateConf {
   val settings: Map[String, String] = Map(
     "localDir" -> ("stable directory for the local RocksDB working copies, reused after a restart " +
       "(default: a fresh directory under the executor's SparkFiles root, deleted on close)"),
+    "maxUncommittedRecords" -> ("uncommitted entries per store before an early commit moves them out of memory; " +
+      "-1 = unbounded (default -1)"),
+    "maxUncommittedBytes" -> ("uncommitted bytes per store (data plus index) before an early commit, e.g. 32m or 1g; " +
+      "-1 = unbounded (default 64m)"),
     "snapshotInterval" -> ("versions between snapshots uploaded to the checkpoint " +
       "(default: spark.sql.streaming.stateStore.minDeltasForSnapshot)"),
     "blockCacheSizeMB" -> "RocksDB block cache per store instance, in MiB (default 8)",
@@ -47,8 +53,31 @@ object TxStateConf {
         maxWriteBuffers = int(ours, "maxWriteBufferNumber", defaults.maxWriteBuffers, min = 2)),
       checkpointIdsInFileNames = conf.enableStateStoreCheckpointIds,
       snapshotInterval = int(ours, "snapshotInterval", math.max(conf.minDeltasForSnapshot, 1), min = 1),
-      minVersionsToRetain = math.max(conf.minVersionsToRetain, 1))
+      minVersionsToRetain = math.max(conf.minVersionsToRetain, 1),
+      maxUncommittedRecords = limit(ours, "maxUncommittedRecords", None, sized = false),
+      maxUncommittedBytes = limit(ours, "maxUncommittedBytes", Some(64L << 20), sized = true))
   }
+
+  /** A positive limit, -1 for none; with `sized`, a byte size with an optional k/m/g suffix. */
+  private def limit(ours: Map[String, String], key: String, default: Option[Long], sized: Boolean): Option[Long] =
+    ours.get(key).fold(default) { raw =>
+      val text = raw.toLowerCase(Locale.ROOT)
+      val (digits, unit) =
+        if (sized && text.nonEmpty && "kmg".contains(text.last)) (text.dropRight(1), text.last match {
+          case 'k' => 1L << 10
+          case 'm' => 1L << 20
+          case _ => 1L << 30
+        })
+        else (text, 1L)
+      digits.toLongOption match {
+        case Some(-1L) if unit == 1L => None
+        case Some(n) if n > 0 && n <= Long.MaxValue / unit => Some(n * unit)
+        case _ =>
+          throw TxStateErrors.badSetting(prefix + key,
+            s"must be a positive whole number${if (sized) " of bytes (optionally with k, m or g)" else ""} " +
+              s"or -1 for no limit, got '$raw'")
+      }
+    }
 
   private def mebibytes(ours: Map[String, String], key: String, default: Long): Long =
     ours.get(key).fold(default)(v => int(Map(key -> v), key, 0, min = 1).toLong << 20)

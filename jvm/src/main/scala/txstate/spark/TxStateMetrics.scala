@@ -24,6 +24,12 @@ object TxStateMetrics {
   val nativeMemoryBytes = StateStoreCustomSizeMetric("txstateNativeMemoryBytes",
     "txstate: RocksDB memtables and block cache")
 
+  val earlyCommits = StateStoreCustomSumMetric("txstateEarlyCommits",
+    "txstate: early commits that moved uncommitted writes out of memory")
+  val earlyCommitEntries = StateStoreCustomSumMetric("txstateEarlyCommitEntries",
+    "txstate: uncommitted entries moved out of memory by early commits")
+  val earlyCommitBytes = StateStoreCustomSizeMetric("txstateEarlyCommitBytes",
+    "txstate: changelog segment bytes written by early commits")
   val snapshotUploadedBytes = StateStoreCustomSizeMetric("txstateSnapshotUploadedBytes",
     "txstate: snapshot bytes uploaded since the previous batch")
   val snapshotReusedBytes = StateStoreCustomSizeMetric("txstateSnapshotReusedBytes",
@@ -32,6 +38,7 @@ object TxStateMetrics {
     "txstate: versions committed since the newest uploaded snapshot (summed over stores)")
 
   val all: Seq[StateStoreCustomMetric] = Seq(commitLatencyMs, changelogBytes, loadLatencyMs, changelogsReplayed,
-    rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes, snapshotUploadedBytes,
+    rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes, earlyCommits, earlyCommitEntries,
+    earlyCommitBytes, snapshotUploadedBytes,
     snapshotReusedBytes, snapshotLagVersions)
 }

@@ -28,6 +28,9 @@ private[spark] final class TxStateStore(
   private var state: Lifecycle = Open
   private var commitReport: Option[CommitReport] = None
   private var snapshotActivity = SnapshotActivity.none
+  private var earlyCommits = 0L
+  private var earlyCommitEntries = 0L
+  private var earlyCommitBytes = 0L
   private var peakEntries = 0L
   private var peakBytes = 0L
   private var familyIds: Map[String, Int] = ColumnFamilies.registered(tx)
@@ -165,8 +168,7 @@ private[spark] final class TxStateStore(
 
   override def abort(): Unit = state match {
     case Open =>
-      tx.discard()
-      finish(Aborted)
+      try provider.abort(tx) finally finish(Aborted)
     case _ => () // Spark aborts from task completion listeners after a commit or a release too
   }
 
@@ -191,6 +193,9 @@ private[spark] final class TxStateStore(
       TxStateMetrics.rebuilds -> (if (load.path == LoadPath.Rebuilt && load.version > 0) 1L else 0L),
       TxStateMetrics.uncommittedEntries -> peakEntries,
       TxStateMetrics.uncommittedBytes -> peakBytes,
+      TxStateMetrics.earlyCommits -> earlyCommits,
+      TxStateMetrics.earlyCommitEntries -> earlyCommitEntries,
+      TxStateMetrics.earlyCommitBytes -> earlyCommitBytes,
       TxStateMetrics.nativeMemoryBytes -> provider.nativeMemoryUsed,
       TxStateMetrics.snapshotUploadedBytes -> snapshotActivity.uploadedBytes,
       TxStateMetrics.snapshotReusedBytes -> snapshotActivity.reusedBytes,
@@ -221,6 +226,13 @@ private[spark] final class TxStateStore(
     val bytes = tx.uncommittedBytes
     if (entries > peakEntries) peakEntries = entries
     if (bytes > peakBytes) peakBytes = bytes
+    if (provider.overLimit(entries, bytes)) {
+      provider.spill(tx).foreach { report =>
+        earlyCommits += 1
+        earlyCommitEntries += report.entries
+        earlyCommitBytes += report.segmentBytes
+      }
+    }
   }
 
   private def family(name: String, operation: String): (Int, RowCodec) = {

@@ -17,7 +17,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 
 import txstate.checkpoint.StoreCheckpoint
 import txstate.engine.{ChangeRecord, CommitPoint, Transaction}
-import txstate.store.{CommitReport, LoadReport, StoreInstance}
+import txstate.store.{CommitReport, LoadReport, SpillReport, StoreInstance}
 
 /**
  * Spark's entry point: `spark.sql.streaming.stateStore.providerClass=txstate.spark.TxStateStoreProvider`.
@@ -158,6 +158,13 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
   private[spark] def registerCodec(family: String, codec: RowCodec): Unit = codecs.put(family, codec)
 
   private[spark] def nativeMemoryUsed: Long = instanceOpt.fold(0L)(_.nativeMemoryUsed)
+
+  private[spark] def overLimit(entries: Long, bytes: Long): Boolean =
+    conf.maxUncommittedRecords.exists(entries > _) || conf.maxUncommittedBytes.exists(bytes > _)
+
+  private[spark] def spill(tx: Transaction): Option[SpillReport] = instance.spill(tx)
+
+  private[spark] def abort(tx: Transaction): Unit = instance.abort(tx)
 
   private[spark] def drainSnapshotActivity(): SnapshotActivity = snapshotActivity.getAndSet(SnapshotActivity.none)
 

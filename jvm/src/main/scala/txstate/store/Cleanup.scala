@@ -9,6 +9,8 @@ import txstate.checkpoint.{CheckpointEntry, StoreCheckpoint}
 /**
  * Deletes the checkpoint files that no retained version needs.
  *
+ * (Everything strictly below the anchor snapshot goes; the anchor version's changelog stays.)
+ *
  * The oldest version to keep loadable is `latest - minVersionsToRetain + 1`. Files can go only
  * below a snapshot at or under that version that is certainly on the live lineage: under format v1
  * the snapshot's id must equal the id in that version's changelog (re-runs rewrite the changelog,
@@ -46,7 +48,9 @@ private[store] object Cleanup {
 
   private def deleteBelow(checkpoint: StoreCheckpoint, anchor: Long, changelogs: Seq[CheckpointEntry],
       snapshots: Seq[CheckpointEntry], graceMs: Long, describe: String): CleanupReport = {
-    val oldChangelogs = changelogs.filter(_.version <= anchor)
+    // Below the anchor only: its own changelog names the id a format-v1 load of that version checks.
+    // Segments go with their version (committed ones are covered, aborted attempts' never mattered).
+    val oldChangelogs = changelogs.filter(_.version < anchor) ++ checkpoint.segments().filter(_.version < anchor)
     val (oldSnapshots, keptSnapshots) = snapshots.partition(_.version < anchor)
     oldChangelogs.foreach(e => checkpoint.delete(e.path))
     oldSnapshots.foreach(e => checkpoint.delete(e.path))

@@ -6,3 +6,6 @@ final case class SnapshotReport(version: Long, uploadedBytes: Long, reusedBytes:
 /** One cleanup pass: files deleted from the checkpoint and the oldest version still loadable. */
 final case class CleanupReport(changelogsDeleted: Int, snapshotsDeleted: Int, storedFilesDeleted: Int,
     oldestLoadableVersion: Long)
+
+/** One early commit: entries moved out of memory, segment bytes written, time taken. */
+final case class SpillReport(entries: Long, segmentBytes: Long, durationMs: Long)

@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.{ChangelogHeader, MissingChangelogException, SnapshotManifest, StoreCheckpoint}
+import txstate.checkpoint.{ChangelogHeader, SnapshotManifest, StoreCheckpoint}
 import txstate.engine.{ChangeRecord, CommitPoint, EngineOptions, Transaction, TxEngine}
 
 /**
@@ -36,6 +36,12 @@ final class StoreInstance(
   private val engine = TxEngine.open(localDir, engineOptions)
   private val snapshots = new SnapshotStager(new File(localDir.getParentFile, localDir.getName + ".staging"), checkpoint)
   private val maintenanceLock = new Object
+
+  /** The open transaction's changelog id and segments, once it has spilled. */
+  private final case class OpenAttempt(tx: Transaction, changelogId: String, segments: Int)
+  private var openAttempt: Option[OpenAttempt] = None
+  // Where the last lineage walk found a broken link, for error messages.
+  private var brokenLink: Option[String] = None
 
   def committed: CommitPoint = engine.committed
   def nativeMemoryUsed: Long = engine.nativeMemoryUsed
@@ -72,7 +78,41 @@ final class StoreInstance(
     LoadReport(version, LoadPath.Rebuilt, 0, (System.nanoTime() - start) / 1000000)
   }
 
-  def begin(): Transaction = engine.begin()
+  def begin(): Transaction = {
+    openAttempt = None
+    engine.begin()
+  }
+
+  /**
+   * Early commit: makes the buffered writes durable as the next segment of the open version, then
+   * moves them into the local database (in flight), so the buffer starts empty again. Returns
+   * None, doing nothing, while the transaction has an open iterator (spilling would hide buffered
+   * rows from it); the next write past the limit tries again.
+   */
+  def spill(tx: Transaction): Option[SpillReport] =
+    if (tx.hasOpenIterators || tx.isEmpty) None
+    else {
+      val start = System.nanoTime()
+      val attempt = openAttempt.filter(_.tx eq tx).getOrElse(OpenAttempt(tx, UUID.randomUUID().toString, 0))
+      val k = attempt.segments + 1
+      val entries = tx.uncommittedEntries
+      val header = ChangelogHeader(tx.base.version + 1, attempt.changelogId, tx.base.checkpointId, tx.numKeys,
+        System.currentTimeMillis(), segments = k)
+      val bytes = checkpoint.writeSegment(header, k, tx.changes)
+      engine.spill(tx)
+      openAttempt = Some(attempt.copy(segments = k))
+      Some(SpillReport(entries, bytes, (System.nanoTime() - start) / 1000000))
+    }
+
+  /** Drops the transaction: the buffer, and every sub-batch it spilled (undone from the pre-version view). */
+  def abort(tx: Transaction): Unit = {
+    openAttempt.filter(a => (a.tx eq tx) && engine.hasSpilled(tx)).foreach { a =>
+      val version = tx.base.version + 1
+      engine.undoSpill(tx, (1 to a.segments).iterator.flatMap(k => checkpoint.readSegment(version, a.changelogId, k).records))
+    }
+    openAttempt = None
+    tx.discard()
+  }
 
   /**
    * The changes committed in versions `startVersion` to `endVersion` on the requested lineage, in
@@ -86,9 +126,7 @@ final class StoreInstance(
       case Some((headers, level, _)) if level == startVersion - 1 => headers
       case _ => throw cannotRebuild(endVersion, s"its changelogs from version $startVersion do not form one chain", null)
     }
-    chain.iterator.flatMap { h =>
-      checkpoint.readChangelog(h.version, fileId(Some(h.changelogId))).records.map(r => (h.version, r))
-    }
+    chain.iterator.flatMap(h => checkpoint.readVersionChanges(h, fileId(Some(h.changelogId))).map(r => (h.version, r)))
   }
 
   /**
@@ -118,11 +156,13 @@ final class StoreInstance(
   def commit(tx: Transaction, forceSnapshot: Boolean = false): CommitReport = {
     val start = System.nanoTime()
     val newVersion = tx.base.version + 1
-    val id = UUID.randomUUID().toString
+    val attempt = openAttempt.filter(_.tx eq tx)
+    val id = attempt.fold(UUID.randomUUID().toString)(_.changelogId)
     val now = System.currentTimeMillis()
-    val header = ChangelogHeader(newVersion, id, tx.base.checkpointId, tx.numKeys, now)
+    val header = ChangelogHeader(newVersion, id, tx.base.checkpointId, tx.numKeys, now, attempt.fold(0)(_.segments))
     val bytes = checkpoint.writeChangelog(header, fileId(Some(id)), tx.changes)
     engine.commit(tx, CommitPoint(newVersion, Some(id), CommitPoint.currentFormatVersion, now, tx.numKeys))
+    openAttempt = None
     if (forceSnapshot || newVersion % snapshotInterval == 0) snapshots.stage(engine)
     CommitReport(newVersion, bytes, (System.nanoTime() - start) / 1000000)
   }
@@ -176,6 +216,7 @@ final class StoreInstance(
     var level = version
     var expected: Option[String] = if (version == 0) None else Some(topChangelogId(version, checkpointId))
     var result: Option[Option[(List[ChangelogHeader], Long, Option[String])]] = None
+    brokenLink = None
     while (result.isEmpty) {
       if (stop(level, expected) || expected.isEmpty) result = Some(Some((chain, level, expected)))
       else if (level == 0) result = Some(None)
@@ -186,7 +227,13 @@ final class StoreInstance(
             s"txstate: changelog ${checkpoint.changelogPath(level, fileId(expected))} of $describe says it is " +
               s"version ${header.version}, not $level")
         }
-        if (!expected.contains(header.changelogId)) result = Some(None)
+        if (!expected.contains(header.changelogId)) {
+          // A damaged header reads as a broken link: the full read (checksummed) names the file.
+          checkpoint.readChangelog(level, fileId(expected))
+          brokenLink = Some(s"${checkpoint.changelogPath(level, fileId(expected))} has changelog id " +
+            s"${header.changelogId}, but the version above it was built on ${expected.getOrElse("an empty store")}")
+          result = Some(None)
+        }
         else {
           chain ::= header
           expected = header.baseChangelogId
@@ -207,7 +254,7 @@ final class StoreInstance(
     else {
       val walk =
         try walkDown(version, checkpointId, (level, _) => level <= local.version)
-        catch { case _: MissingChangelogException => None }
+        catch { case NonFatal(_) => None } // rebuild reads the same files and reports what is wrong
       walk.collect { case (chain, level, id) if level == local.version && id == local.checkpointId => replay(chain) }
     }
 
@@ -234,8 +281,8 @@ final class StoreInstance(
         }
         (LoadPath.Rebuilt, replay(chain))
       case None =>
-        throw cannotRebuild(version, "its changelogs do not form one chain back to a snapshot or an empty store; " +
-          "the checkpoint is damaged or mixes files of two queries", null)
+        throw cannotRebuild(version, "its changelogs do not form one chain back to a snapshot or an empty store" +
+          brokenLink.fold("")(link => s" ($link)") + "; the checkpoint is damaged or mixes files of two queries", null)
     }
   }
 
@@ -256,8 +303,7 @@ final class StoreInstance(
 
   private def replay(chain: List[ChangelogHeader]): Int = {
     chain.foreach { h =>
-      val changelog = checkpoint.readChangelog(h.version, fileId(Some(h.changelogId)))
-      engine.replay(changelog.records,
+      engine.replay(checkpoint.readVersionChanges(h, fileId(Some(h.changelogId))),
         CommitPoint(h.version, Some(h.changelogId), CommitPoint.currentFormatVersion, h.commitTimeMs, h.numKeys))
     }
     chain.size

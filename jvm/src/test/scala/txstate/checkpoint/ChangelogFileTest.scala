@@ -105,7 +105,7 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
     } finally cp.close()
   }
 
-  test("a flipped byte is reported as corrupt, naming the file, while Hadoop's checksum sidecar is present") {
+  test("a flipped byte is reported as corrupt, naming the file, whatever checksum side files the file system keeps") {
     val cp = newCheckpoint()
     try {
       val path = writeOne(cp)
@@ -157,6 +157,21 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
       bytes(7) = 9 // the low byte of the format version after the 4-byte magic
       Files.write(f.toPath, bytes)
       assertCorrupt(cp, path, "format 9")(cp.readChangelogHeader(7, None))
+    } finally cp.close()
+  }
+
+  test("a header whose changelog id is not valid UTF-8 any more is reported as corrupt, naming the file") {
+    val cp = newCheckpoint()
+    try {
+      val path = writeOne(cp)
+      dropHadoopChecksum(path)
+      val f = localFile(path)
+      val bytes = Files.readAllBytes(f.toPath)
+      val idStart = 4 + 4 + 8 + 2 // magic, format, version, the id's UTF length
+      bytes(idStart + 1) = (bytes(idStart + 1) ^ 0x80).toByte
+      Files.write(f.toPath, bytes)
+      assertCorrupt(cp, path, "")(cp.readChangelog(7, None))       // the checksum catches it
+      assertCorrupt(cp, path, "")(cp.readChangelogHeader(7, None)) // the header alone must too
     } finally cp.close()
   }
 

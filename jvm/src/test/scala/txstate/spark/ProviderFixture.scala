@@ -7,7 +7,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{LongType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.Suite
 
@@ -62,9 +62,11 @@ trait ProviderFixture extends TempDirectories { this: Suite =>
     private val projection = UnsafeProjection.create(schema)
     def apply(values: Any*): UnsafeRow = {
       require(values.size == schema.size, s"expected ${schema.size} values for $schema, got $values")
-      projection(InternalRow.fromSeq(values.map {
-        case s: String => UTF8String.fromString(s)
-        case other => other
+      projection(InternalRow.fromSeq(values.zip(schema.fields).map {
+        case (null, _) => null
+        case (s: String, _) => UTF8String.fromString(s)
+        case (n: Int, f) if f.dataType == LongType => n.toLong
+        case (other, _) => other
       })).copy()
     }
   }

@@ -208,6 +208,57 @@ final class TxStateStoreProviderTest extends AnyFunSuite with ProviderFixture {
     }
   }
 
+  test("under checkpoint format v2 a new provider loads the version by the id the commit reported") {
+    val root = newCheckpointRoot()
+    val v2 = Seq("spark.sql.streaming.stateStore.checkpointFormatVersion" -> "2")
+    val ids = withProvider(newProvider(root, keySchema, valueSchema, settings = v2)) { p =>
+      val s0 = p.getStore(0)
+      putCount(s0, "a", 1)
+      s0.commit()
+      val first = s0.getStateStoreCheckpointInfo()
+      assert(first.batchVersion == 1 && first.stateStoreCkptId.isDefined && first.baseStateStoreCkptId.isEmpty)
+      val s1 = p.getStore(1, first.stateStoreCkptId)
+      putCount(s1, "b", 2)
+      s1.commit()
+      val second = s1.getStateStoreCheckpointInfo()
+      assert(second.baseStateStoreCkptId == first.stateStoreCkptId)
+      (first.stateStoreCkptId, second.stateStoreCkptId)
+    }
+    withProvider(newProvider(root, keySchema, valueSchema, settings = v2)) { p =>
+      val s2 = p.getStore(2, ids._2)
+      assert(contents(s2) == Map(("a", 0) -> 1L, ("b", 0) -> 2L))
+      s2.abort()
+      val s1 = p.getStore(1, ids._1)
+      assert(contents(s1) == Map(("a", 0) -> 1L))
+      s1.abort()
+    }
+  }
+
+  test("a new provider rebuilds from an uploaded snapshot plus the changelogs after it") {
+    val root = newCheckpointRoot()
+    val every2 = Seq(TxStateConf.prefix + "snapshotInterval" -> "2")
+    withProvider(newProvider(root, keySchema, valueSchema, settings = every2)) { p =>
+      (0 until 5).foreach { v =>
+        val s = p.getStore(v)
+        putCount(s, s"k$v", v)
+        if (v == 3) s.remove(key("k0", 0), default)
+        s.commit()
+        p.doSnapshotMaintenance()
+      }
+    }
+    withProvider(newProvider(root, keySchema, valueSchema, settings = every2)) { p =>
+      val s5 = p.getStore(5)
+      assert(contents(s5) == (1 until 5).map(v => (s"k$v", 0) -> v.toLong).toMap)
+      assert(s5.metrics.numKeys == 4)
+      val custom = s5.metrics.customMetrics.map { case (m, v) => m.name -> v }
+      assert(custom("txstateChangelogsReplayed") == 1, "version 4's snapshot plus version 5's changelog")
+      s5.abort()
+      val s3 = p.getStore(3)
+      assert(contents(s3) == (0 until 3).map(v => (s"k$v", 0) -> v.toLong).toMap)
+      s3.abort()
+    }
+  }
+
   test("writes after commit or abort fail with a message naming the store's state") {
     withProvider(provider()) { p =>
       val s0 = p.getStore(0)
@@ -246,6 +297,47 @@ final class TxStateStoreProviderTest extends AnyFunSuite with ProviderFixture {
       assert(contents(s2).isEmpty)
       s2.abort()
     }
+  }
+
+  test("getStore of a version the checkpoint lacks names the missing changelog and frees the store at once") {
+    withProvider(provider()) { p =>
+      val s0 = p.getStore(0)
+      putCount(s0, "a", 1)
+      s0.commit()
+      val e = intercept[Exception](p.getStore(7))
+      assert(e.getMessage.contains("7.txlog"), e.getMessage)
+      val started = System.nanoTime()
+      val s1 = p.getStore(1) // must not wait for a lock the failed getStore kept
+      assert((System.nanoTime() - started) / 1000000 < 5000)
+      assert(contents(s1) == Map(("a", 0) -> 1L))
+      s1.abort()
+    }
+  }
+
+  test("rows with no value columns and keys with null columns are stored and read back") {
+    val emptyValue = StructType(Nil)
+    withProvider(newProvider(newCheckpointRoot(), keySchema, emptyValue)) { p =>
+      val none = new RowMaker(emptyValue)
+      val s0 = p.getStore(0)
+      s0.put(key("seen", 1), none(), default)
+      s0.put(key(null, 2), none(), default)
+      s0.commit()
+      val s1 = p.getStore(1)
+      assert(s1.get(key("seen", 1), default) != null)
+      assert(s1.get(key("seen", 1), default).numFields == 0)
+      assert(s1.keyExists(key(null, 2), default))
+      assert(s1.get(key("other", 1), default) == null)
+      assert(pairs(s1.iterator(default), keySchema, emptyValue).map(_._1).toSet == Set(Seq("seen", 1), Seq(null, 2)))
+      s1.abort()
+    }
+  }
+
+  test("a provider constructed only to read its metric names needs no init and closes cleanly") {
+    val p = new TxStateStoreProvider
+    assert(p.supportedCustomMetrics.map(_.name).contains("txstateCommitLatencyMs"))
+    val e = intercept[IllegalStateException](p.getStore(0))
+    assert(e.getMessage.contains("TXSTATE_NOT_INITIALIZED"))
+    p.close()
   }
 
   test("the checkpoint info reports the loaded and the committed version") {

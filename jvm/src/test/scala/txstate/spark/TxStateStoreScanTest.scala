@@ -128,9 +128,10 @@ final class TxStateStoreScanTest extends AnyFunSuite with ProviderFixture {
   test("rangeScan with the start after the end returns nothing") {
     withProvider(longProvider()) { p =>
       val s = p.getStore(0)
-      longs.foreach(ts => s.put(longKey(ts), value(0), default))
-      assert(longKeys(s.rangeScan(Some(longKey(10L)), Some(longKey(-10L)), default)).isEmpty)
-      s.abort()
+      try {
+        longs.foreach(ts => s.put(longKey(ts), value(0), default))
+        assert(longKeys(s.rangeScan(Some(longKey(10L)), Some(longKey(-10L)), default)).isEmpty)
+      } finally s.abort()
     }
   }
 

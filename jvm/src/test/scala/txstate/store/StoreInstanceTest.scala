@@ -11,7 +11,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
 import txstate.checkpoint.{ChangelogHeader, CorruptChangelogException, MissingChangelogException, StoreCheckpoint}
-import txstate.engine.{ChangeRecord, EngineOptions, KeyRange, Transaction}
+import txstate.engine.{ChangeRecord, CommitPoint, EngineOptions, KeyRange, Transaction, TxEngine}
 
 final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
   private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
@@ -85,8 +85,8 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
     val b2 = open(root)
     try {
       writeHistory(a, 2)
-      val first = b2.load(2, None)
-      assert(first.path == LoadPath.CaughtUp && first.changelogsReplayed == 2)
+      val first = b2.load(2, None) // an empty local database is rebuilt (from a snapshot if there is one)
+      assert(first.path == LoadPath.Rebuilt && first.changelogsReplayed == 2)
       assert(contents(b2) == history(2)(2))
       (3 to 6).foreach(v => commit(a)(put(s"k$v" -> s"v$v", "last" -> s"$v")))
       val report = b2.load(6, None)
@@ -235,14 +235,38 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
     }
   }
 
+  test("a local database left with an interrupted replay is rebuilt from the checkpoint, never trusted") {
+    val root = newRoot()
+    val writer = open(root)
+    val local = newTempPath("local")
+    try writeHistory(writer, 3) finally closeAll(writer)
+    // A previous process died while replaying version 1 into this directory.
+    val engine = TxEngine.open(local, EngineOptions(replayChunkBytes = 16))
+    try {
+      val failing = Iterator.tabulate(10) { i =>
+        if (i == 5) throw new java.io.IOException("killed")
+        ChangeRecord.Put(b(s"junk$i"), b("x")): ChangeRecord
+      }
+      intercept[java.io.IOException](engine.replay(failing, CommitPoint(1, Some("lost"), CommitPoint.currentFormatVersion, 0L, 10)))
+    } finally engine.close()
+
+    val restarted = open(root, local)
+    try {
+      val report = restarted.load(3, None)
+      assert(report.path == LoadPath.Rebuilt)
+      assert(contents(restarted) == history(3)(3), "no rows of the interrupted replay survive")
+    } finally closeAll(restarted)
+  }
+
   test("loading a version that was never written names the missing changelog") {
     val root = newRoot()
     val a = open(root)
     val reader = open(root)
     try {
       writeHistory(a, 2)
-      val e = intercept[MissingChangelogException](reader.load(5, None))
-      assert(e.getMessage.contains("5.txlog"))
+      val e = intercept[Exception](reader.load(5, None))
+      assert(e.getMessage.contains("5.txlog"), e.getMessage)
+      assert(Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).exists(_.isInstanceOf[MissingChangelogException]))
       assert(reader.committed.version == 0)
     } finally closeAll(a, reader)
   }

@@ -1,0 +1,137 @@
+package txstate.store
+
+import java.io.File
+import java.nio.charset.StandardCharsets.UTF_8
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.scalatest.funsuite.AnyFunSuite
+
+import txstate.TempDirectories
+import txstate.checkpoint.StoreCheckpoint
+import txstate.engine.{EngineOptions, KeyRange, Transaction}
+
+/** Bounded memory (DESIGN §3): early commits of an open version, and undoing them. */
+class EarlyCommitTest extends AnyFunSuite with TempDirectories {
+  private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
+  private def str(a: Array[Byte]): String = new String(a, UTF_8)
+
+  private def open(root: Path, local: File = newTempPath("local")): StoreInstance =
+    new StoreInstance(local, new StoreCheckpoint(root, new Configuration()), EngineOptions(), idsInFileNames = false,
+      snapshotInterval = Int.MaxValue, describe = "early-commit test store")
+
+  private def closeAll(instances: StoreInstance*): Unit =
+    instances.foreach(i => try i.close() finally i.checkpoint.close())
+
+  private def visible(tx: Transaction): Map[String, String] = {
+    val it = tx.iterator(KeyRange.all)
+    try it.map(kv => str(kv.key) -> str(kv.value)).toMap finally it.close()
+  }
+
+  private def contents(inst: StoreInstance): Map[String, String] = {
+    val tx = inst.begin()
+    try visible(tx) finally tx.discard()
+  }
+
+  /** Three committed versions: keys a0..a9 = "v<version>", plus "gone" until version 2. */
+  private def threeVersions(inst: StoreInstance): Map[String, String] = {
+    (1 to 3).foreach { v =>
+      val tx = inst.begin()
+      (0 until 10).foreach(i => tx.put(b(s"a$i"), b(s"v$v")))
+      if (v == 1) tx.put(b("gone"), b("x")) else tx.delete(b("gone"))
+      inst.commit(tx)
+    }
+    contents(inst)
+  }
+
+  /** Writes of an open version in three sub-batches, each spilled: puts, deletes and a range delete. */
+  private def spillThreeTimes(inst: StoreInstance, tx: Transaction): Map[String, String] = {
+    (0 until 3).foreach { round =>
+      (0 until 50).foreach(i => tx.put(b(f"n$round%d-$i%03d"), b(s"r$round")))
+      tx.put(b(s"a$round"), b(s"changed$round"))
+      if (round == 1) tx.delete(b("a9"))
+      if (round == 2) tx.deleteRange(b("a5"), b("a8"))
+      assert(inst.spill(tx).isDefined, s"round $round should spill")
+      assert(tx.uncommittedEntries == 0, "an early commit leaves the buffer empty")
+    }
+    visible(tx)
+  }
+
+  test("abort after three early commits leaves the store exactly at the previous version") {
+    val root = new Path(newTempPath("checkpoint").toURI)
+    val inst = open(root)
+    try {
+      val before = threeVersions(inst)
+      val keysBefore = inst.committed.numKeys
+      val tx = inst.begin()
+      val during = spillThreeTimes(inst, tx)
+      // Read-your-writes across sub-batches.
+      assert(during("a0") == "changed0" && during("a2") == "changed2" && !during.contains("a9"))
+      assert(!during.contains("a5") && !during.contains("a7") && during("a8") == "v3")
+      assert(during.count(_._1.startsWith("n")) == 150)
+      assert(tx.numKeys == keysBefore + 150 - 1 - 3)
+      inst.abort(tx)
+      assert(inst.committed.version == 3)
+      assert(inst.committed.numKeys == keysBefore)
+      assert(contents(inst) == before)
+      // The store goes on from version 3 as if nothing happened.
+      val next = inst.begin()
+      next.put(b("after"), b("abort"))
+      assert(inst.commit(next).version == 4)
+      assert(contents(inst) == before + ("after" -> "abort"))
+    } finally closeAll(inst)
+  }
+
+  test("a version committed after early commits is replayed exactly by another instance") {
+    val root = new Path(newTempPath("checkpoint").toURI)
+    val writer = open(root)
+    val reader = open(root)
+    try {
+      threeVersions(writer)
+      val tx = writer.begin()
+      val expected = spillThreeTimes(writer, tx) + ("last" -> "unspilled")
+      tx.put(b("last"), b("unspilled"))
+      assert(writer.commit(tx).version == 4)
+      assert(contents(writer) == expected)
+      assert(writer.committed.numKeys == expected.size)
+      reader.load(4, None)
+      assert(contents(reader) == expected)
+      assert(reader.committed.numKeys == expected.size)
+    } finally closeAll(writer, reader)
+  }
+
+  test("a process that dies with a version in flight recovers to the last committed version") {
+    val root = new Path(newTempPath("checkpoint").toURI)
+    val local = newTempPath("local")
+    val first = open(root, local)
+    val before =
+      try {
+        val committed = threeVersions(first)
+        spillThreeTimes(first, first.begin())
+        committed
+      } finally closeAll(first) // no abort, no commit: the local database keeps the in-flight marker
+    val restarted = open(root, local)
+    try {
+      val report = restarted.load(3, None)
+      assert(report.path == LoadPath.Rebuilt, "a database with a version in flight must not be trusted")
+      assert(contents(restarted) == before)
+    } finally closeAll(restarted)
+  }
+
+  test("an early commit waits while an iterator is open, so the iterator never loses buffered rows") {
+    val root = new Path(newTempPath("checkpoint").toURI)
+    val inst = open(root)
+    try {
+      threeVersions(inst)
+      val tx = inst.begin()
+      (0 until 20).foreach(i => tx.put(b(f"z$i%02d"), b("buffered")))
+      val it = tx.iterator(KeyRange.all)
+      assert(inst.spill(tx).isEmpty)
+      val seen = it.map(kv => str(kv.key)).toVector
+      it.close()
+      assert(seen.count(_.startsWith("z")) == 20)
+      assert(inst.spill(tx).isDefined, "once the iterator is closed the early commit goes ahead")
+      inst.abort(tx)
+    } finally closeAll(inst)
+  }
+}
