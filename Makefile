@@ -35,6 +35,7 @@ $(JAR): $(VENV)/.installed $(SCALA_SOURCES)
 
 wheel: $(WHEEL)
 $(WHEEL): $(JAR) $(PY_SOURCES) python/pyproject.toml
+	@grep -qx '__version__ = "$(VERSION)"' python/txstate_spark/_version.py || { echo "make wheel: python/txstate_spark/_version.py must say __version__ = \"$(VERSION)\" (the VERSION file)" >&2; exit 1; }
 	rm -rf python/txstate_spark/jars python/build && mkdir -p python/txstate_spark/jars dist
 	cp $(JAR) python/txstate_spark/jars/
 	$(VPY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist ./python
@@ -50,6 +51,14 @@ test-jvm: $(VENV)/.installed
 
 test-python: $(JAR) $(WHEEL)
 	$(VPY) -m pytest tests
+
+# Store-level benchmark: txstate vs Spark's built-in providers and raw rocksdbjni, one JVM run.
+# Prints a markdown table and writes bench/results/store-<timestamp>.md.
+bench-quick: $(JAR)
+	$(SBT) "bench/runMain txstate.bench.StoreBench --quick"
+
+bench: $(JAR)
+	$(SBT) "bench/runMain txstate.bench.StoreBench --full"
 
 clean:
 	rm -rf target project/target project/project dist python/build python/txstate_spark/jars

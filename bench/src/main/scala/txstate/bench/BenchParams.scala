@@ -1,0 +1,60 @@
+package txstate.bench
+
+/**
+ * The size of one benchmark run, chosen on the command line.
+ *
+ * @param preloadKeys  keys written by the first batch (version 0 -> 1)
+ * @param batches      measured update batches after the preload
+ * @param updates      get + put pairs per batch
+ * @param repetitions  how many times each measurement runs (medians reported, spread shown)
+ * @param newKeyRatio  share of updates that write a key never seen before
+ * @param profile      run an extra, unmeasured txstate pass under the stack sampler
+ */
+final case class BenchParams(
+    mode: String,
+    preloadKeys: Int,
+    batches: Int,
+    updates: Int,
+    repetitions: Int,
+    newKeyRatio: Double,
+    profile: Boolean,
+    only: Option[Set[String]]) {
+
+  def describe: String =
+    s"mode=$mode, preload=$preloadKeys keys, $batches batches x $updates get+put, " +
+      s"${(newKeyRatio * 100).round}% new keys, R=$repetitions"
+}
+
+object BenchParams {
+  val usage: String =
+    """StoreBench [--quick | --full] [--reps N] [--keys N] [--batches N] [--updates N]
+      |           [--no-profile] [--only name,name,...]
+      |  --quick       200k keys, 4 x 50k updates, R=1 (under ~4 minutes)
+      |  --full        1M keys, 10 x 200k updates, R=3 (the default; under ~20 minutes)
+      |  --only        peers to run, by short name: txstate, rocksdb-changelog, rocksdb-snapshot, hdfs, raw, raw-changelog,
+      |                and (only when named) raw-txstate-options, raw-partitioned-index
+      |  --no-profile  skip the sampled txstate pass""".stripMargin
+
+  private val quick = BenchParams("quick", 200000, 4, 50000, 1, 0.10, profile = true, only = None)
+  private val full = BenchParams("full", 1000000, 10, 200000, 3, 0.10, profile = true, only = None)
+
+  def parse(args: Seq[String]): BenchParams = {
+    def loop(rest: List[String], p: BenchParams): BenchParams = rest match {
+      case Nil => p
+      case "--quick" :: tail => loop(tail, quick.copy(profile = p.profile, only = p.only))
+      case "--full" :: tail => loop(tail, full.copy(profile = p.profile, only = p.only))
+      case "--reps" :: n :: tail => loop(tail, p.copy(repetitions = positive("--reps", n)))
+      case "--keys" :: n :: tail => loop(tail, p.copy(preloadKeys = positive("--keys", n)))
+      case "--batches" :: n :: tail => loop(tail, p.copy(batches = positive("--batches", n)))
+      case "--updates" :: n :: tail => loop(tail, p.copy(updates = positive("--updates", n)))
+      case "--no-profile" :: tail => loop(tail, p.copy(profile = false))
+      case "--only" :: names :: tail => loop(tail, p.copy(only = Some(names.split(',').map(_.trim).filter(_.nonEmpty).toSet)))
+      case other :: _ => throw new IllegalArgumentException(s"StoreBench: unknown argument '$other'.\n$usage")
+    }
+    loop(args.toList, full)
+  }
+
+  private def positive(flag: String, raw: String): Int =
+    raw.toIntOption.filter(_ > 0).getOrElse(
+      throw new IllegalArgumentException(s"StoreBench: $flag needs a positive whole number, got '$raw'.\n$usage"))
+}

@@ -1,0 +1,81 @@
+"""``python -m txstate_spark``: print the jar path or the spark-submit flags.
+
+    python -m txstate_spark jar
+    python -m txstate_spark submit-args [--option NAME=VALUE ...]
+"""
+
+import argparse
+import shlex
+import sys
+from typing import Dict, List, Optional
+
+from txstate_spark._version import __version__
+from txstate_spark.errors import TxStateError
+from txstate_spark.jar import jar_path
+from txstate_spark.settings import KNOWN_SETTINGS
+from txstate_spark.submit import submit_args
+
+
+def _parse_option(text: str) -> "tuple[str, str]":
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUE (e.g. block_cache_size_mb=64), got {text!r}"
+        )
+    return name.strip(), value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m txstate_spark",
+        description="Locate the txstate-spark jar and print the Spark flags that install its "
+        "state store provider (txstate.spark.TxStateStoreProvider).",
+    )
+    parser.add_argument("--version", action="version", version=f"txstate-spark {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser(
+        "jar",
+        help="print the absolute path of the jar",
+        description="Print the absolute path of the txstate-spark jar ($TXSTATE_SPARK_JAR if set, "
+        "else the jar bundled in the installed wheel).",
+    )
+    submit = commands.add_parser(
+        "submit-args",
+        help="print --jars/--conf flags for spark-submit or pyspark, shell-quoted on one line",
+        description="Print the --jars and --conf flags that load the jar and select the txstate "
+        "provider, shell-quoted on one line, e.g. spark-submit $(python -m txstate_spark "
+        "submit-args) app.py",
+    )
+    submit.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        type=_parse_option,
+        metavar="NAME=VALUE",
+        help="a txstate setting, snake_case or camelCase (becomes "
+        "spark.sql.streaming.stateStore.txstate.<camelCaseName>); repeatable. Settings: "
+        + ", ".join(KNOWN_SETTINGS),
+    )
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run the command line; return the process exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "jar":
+            print(jar_path())
+        else:
+            options: Dict[str, object] = {}
+            for name, value in args.option:
+                options[name] = value
+            print(shlex.join(submit_args(**options)))
+    except TxStateError as error:
+        print(f"txstate-spark: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,15 @@
+"""Names shared by the Python helpers and the JVM plugin. They must match the Scala side."""
+
+from typing import Final
+
+#: The state store provider class inside the txstate-spark jar.
+PROVIDER_CLASS: Final = "txstate.spark.TxStateStoreProvider"
+
+#: Spark's setting that selects the state store provider for new streaming queries.
+PROVIDER_CLASS_KEY: Final = "spark.sql.streaming.stateStore.providerClass"
+
+#: Every txstate setting is ``SETTINGS_PREFIX + <camelCaseName>``.
+SETTINGS_PREFIX: Final = "spark.sql.streaming.stateStore.txstate."
+
+#: Environment variable naming the jar to use instead of the one bundled in the wheel.
+JAR_ENV_VAR: Final = "TXSTATE_SPARK_JAR"
