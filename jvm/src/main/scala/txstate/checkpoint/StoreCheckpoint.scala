@@ -33,21 +33,21 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
   @volatile private var rootExists = false
 
   def writeChangelog(header: ChangelogHeader, checkpointId: Option[String], changes: Iterator[ChangeRecord]): Long = {
-    if (!rootExists) {
-      if (!files.exists(root)) files.mkdirs(root)
-      rootExists = true
-    }
+    ensureRoot()
     ChangelogFile.write(files, changelogPath(header.version, checkpointId), header, changes)
+  }
+
+  /** Creates the store directory once (Spark's file managers do not create parents on every file system). */
+  private def ensureRoot(): Unit = if (!rootExists) {
+    if (!files.exists(root)) files.mkdirs(root)
+    rootExists = true
   }
 
   def readChangelog(version: Long, checkpointId: Option[String]): Changelog =
     ChangelogFile.read(files, changelogPath(version, checkpointId))
 
   def writeSegment(header: ChangelogHeader, k: Int, changes: Iterator[ChangeRecord]): Long = {
-    if (!rootExists) {
-      if (!files.exists(root)) files.mkdirs(root)
-      rootExists = true
-    }
+    ensureRoot()
     ChangelogFile.write(files, segmentPath(header.version, header.changelogId, k), header, changes)
   }
 
