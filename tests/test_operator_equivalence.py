@@ -385,6 +385,62 @@ def test_candidate_emits_what_hdfs_emits_batch_by_batch_across_a_restart(
     assert_same_output(reference, candidate, case.name)
 
 
+# The cases the candidate also runs at checkpoint format v2 (file names and commit log carry
+# checkpoint ids; Spark names the lineage to load): one per state shape (aggregation, dedup with
+# eviction, session windows, the four stores of a join), against the same format-1 reference.
+# A subset, to keep this file under ~5 min: every case at v2 would add about a minute (a quarter).
+FORMAT_V2_CASES = ("aggregation_update", "dedup_with_watermark", "session_window_append",
+                   "stream_stream_left_outer_join")
+
+
+def commit_log_checkpoint_ids(checkpoint: Path) -> dict[int, Any]:
+    """Batch id -> the commit log's `stateUniqueIds` (None when the entry has none)."""
+    ids = {}
+    for commit in (checkpoint / "commits").glob("[0-9]*"):
+        if commit.name.isdigit():
+            metadata = json.loads(commit.read_text().splitlines()[1])
+            ids[int(commit.name)] = metadata.get("stateUniqueIds")
+    return ids
+
+
+_V2_CASES = [c for c in OPERATOR_CASES if c.name in FORMAT_V2_CASES]
+assert len(_V2_CASES) == len(FORMAT_V2_CASES), "FORMAT_V2_CASES names a case that does not exist"
+
+
+@pytest.mark.parametrize("case", _V2_CASES, ids=[c.name for c in _V2_CASES])
+def test_candidate_at_checkpoint_format_v2_emits_what_hdfs_emits_batch_by_batch_across_a_restart(
+    spark, candidate_provider, work_dir, case
+):
+    reference = run_reference(spark, case, work_dir)
+    candidate = run_candidate(spark, case, candidate_provider, work_dir, "2")
+    assert len(candidate.run_batch_ids) == 2 and all(candidate.run_batch_ids)
+    assert_same_output(reference, candidate, f"{case.name} (checkpoint format v2)")
+    # Format 2 records every stateful operator's checkpoint ids (per partition, one per store) in
+    # the commit log, and the candidate names its changelog files `<version>_<id>.txlog`.
+    checkpoint = work_dir / "candidate" / "checkpoint"
+    ids = commit_log_checkpoint_ids(checkpoint)
+    # Spark keeps the newest minBatchesToRetain commits; the last batch's is always there.
+    assert max(candidate.batches) in ids, f"commits {sorted(ids)}"
+    operators = {len(ops) for ops in candidate.state_progress.values()}
+    for batch_id, unique_ids in sorted(ids.items()):
+        assert unique_ids, f"commit {batch_id} carries no stateUniqueIds under format v2"
+        assert {len(unique_ids)} == operators, f"commit {batch_id}: {unique_ids}"
+        for operator, partitions in unique_ids.items():
+            assert len(partitions) == 2 and all(p and all(p) for p in partitions), (
+                f"commit {batch_id}, operator {operator}: {partitions}"
+            )
+    last = max(ids)
+    for operator, partitions in ids[last].items():
+        for partition, store_ids in enumerate(partitions):
+            store_root = checkpoint / "state" / operator / str(partition)
+            named = {f.name.split("_", 1)[1].removesuffix(".txlog")
+                     for f in store_root.rglob(f"{last + 1}_*.txlog")}
+            assert set(store_ids) <= named, (
+                f"batch {last}, operator {operator}, partition {partition}: the commit log names "
+                f"{store_ids}, the version {last + 1} changelogs are {sorted(named)}"
+            )
+
+
 def test_default_checkpoint_format_is_v1_and_the_candidate_runs_on_it(
     spark, candidate_provider, work_dir
 ):

@@ -41,10 +41,15 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
     buffer.put(key, value)
   }
 
+  /**
+   * A key written and deleted in the same transaction that never existed before leaves no trace
+   * (not even a tombstone), so the changelog holds this batch's net changes only.
+   */
   def delete(key: Array[Byte]): Unit = {
     if (exists(key)) {
       keyDelta -= 1
-      buffer.delete(key)
+      val onlyBuffered = buffer.lookup(key).isDefined && (buffer.hidesCommitted(key) || committedValue(key).isEmpty)
+      if (onlyBuffered) buffer.forget(key) else buffer.delete(key)
     }
   }
 

@@ -58,6 +58,15 @@ final class WriteBuffer {
   def put(key: Array[Byte], value: Array[Byte]): Unit = record(key, BufferedWrite.Value(value))
   def delete(key: Array[Byte]): Unit = record(key, BufferedWrite.Tombstone)
 
+  /** Drops a buffered write altogether (the key's committed state is what it will be). */
+  def forget(key: Array[Byte]): Unit = {
+    val previous = index.remove(new BytesKey(key))
+    if (previous != null) {
+      bytes -= sizeOf(key, previous)
+      sorted.foreach(_.remove(key))
+    }
+  }
+
   def deleteRange(from: Array[Byte], until: Array[Byte]): Unit = {
     val covered = ordered.subMap(from, true, until, false)
     covered.forEach { (k, w) =>

@@ -37,7 +37,6 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
   private var localDir: Option[LocalDirectory] = None
   @volatile private var instanceOpt: Option[StoreInstance] = None
   private val snapshotActivity = new java.util.concurrent.atomic.AtomicReference(SnapshotActivity.none)
-  @volatile private var lastSnapshotVersion = 0L
   private val codecs = new ConcurrentHashMap[String, RowCodec]()
   private val inUse = new Semaphore(1)
   @volatile private var holder: Option[String] = None
@@ -118,7 +117,6 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     // throwing would make Spark unload this provider.
     try inst.uploadSnapshot().foreach { report =>
       snapshotActivity.accumulateAndGet(SnapshotActivity(report.uploadedBytes, report.reusedBytes, report.version), _ + _)
-      lastSnapshotVersion = math.max(lastSnapshotVersion, report.version)
       reportSnapshotUploaded(report.version)
     } catch { case NonFatal(e) => log.warn(s"txstate: snapshot upload of $storeId failed; will retry with the next one", e) }
   }
@@ -168,7 +166,7 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
 
   private[spark] def drainSnapshotActivity(): SnapshotActivity = snapshotActivity.getAndSet(SnapshotActivity.none)
 
-  private[spark] def snapshotLag: Long = instanceOpt.fold(0L)(i => math.max(i.committed.version - lastSnapshotVersion, 0L))
+  private[spark] def snapshotLag: Long = instanceOpt.fold(0L)(i => math.max(i.committed.version - i.newestSnapshot, 0L))
 
   private[spark] def commit(tx: Transaction, forceSnapshot: Boolean): CommitReport = {
     val report = instance.commit(tx, forceSnapshot)

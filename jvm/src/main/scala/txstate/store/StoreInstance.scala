@@ -44,6 +44,10 @@ final class StoreInstance(
   private var brokenLink: Option[String] = None
 
   def committed: CommitPoint = engine.committed
+
+  /** The newest snapshot this instance uploaded or restored from (0: none). */
+  @volatile private var newestSnapshotVersion = 0L
+  def newestSnapshot: Long = newestSnapshotVersion
   def nativeMemoryUsed: Long = engine.nativeMemoryUsed
 
   /**
@@ -170,6 +174,7 @@ final class StoreInstance(
   /** Uploads the newest staged snapshot, off the commit path. */
   def uploadSnapshot(): Option[SnapshotReport] = maintenanceLock.synchronized {
     snapshots.upload().map { case (manifest, report) =>
+      newestSnapshotVersion = math.max(newestSnapshotVersion, manifest.version)
       log.info(s"txstate: uploaded snapshot of version ${manifest.version} of $describe: $report")
       report
     }
@@ -295,6 +300,7 @@ final class StoreInstance(
           s"${point.version} (${point.checkpointId.getOrElse("no id")}), not what its manifest says")
     }
     snapshots.adopt(engine.incarnation, manifest)
+    newestSnapshotVersion = manifest.version
   }
 
   private def cannotRebuild(version: Long, why: String, cause: Throwable): IllegalStateException =
