@@ -78,14 +78,20 @@ final class WriteBuffer {
     bytes += from.length + until.length + entryOverhead
   }
 
-  /** Point writes within `range`, in key order (weakly consistent under concurrent updates). */
-  def writesIn(range: KeyRange): java.util.Iterator[java.util.Map.Entry[Array[Byte], BufferedWrite]] = {
-    val view = range.until match {
-      case Some(until) => ordered.subMap(range.from, true, until, false)
-      case None => ordered.tailMap(range.from, true)
+  /**
+   * Point writes within `range`, in key order (weakly consistent under concurrent updates: writes
+   * made after the call may or may not show). An empty buffer builds no sorted view, or every later
+   * put would pay for one: the store reads its column-family registry right after opening.
+   */
+  def writesIn(range: KeyRange): java.util.Iterator[java.util.Map.Entry[Array[Byte], BufferedWrite]] =
+    if (sorted.isEmpty && index.isEmpty) java.util.Collections.emptyIterator()
+    else {
+      val view = range.until match {
+        case Some(until) => ordered.subMap(range.from, true, until, false)
+        case None => ordered.tailMap(range.from, true)
+      }
+      view.entrySet.iterator
     }
-    view.entrySet.iterator
-  }
 
   /** The transaction as change records: range deletes first, then the point writes. */
   def changes: Iterator[ChangeRecord] = {

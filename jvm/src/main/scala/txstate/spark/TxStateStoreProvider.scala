@@ -1,8 +1,6 @@
 package txstate.spark
 
 import java.io.File
-import java.nio.file.Files
-import java.util.UUID
 import java.util.concurrent.{ConcurrentHashMap, Semaphore, TimeUnit}
 
 import scala.util.control.NonFatal
@@ -10,13 +8,12 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-
 import txstate.checkpoint.StoreCheckpoint
-import txstate.engine.{ChangeRecord, CommitPoint, Transaction}
+import txstate.engine.{ChangeRecord, CommitPoint, Transaction, TxEngine}
 import txstate.store.{CommitReport, LoadReport, SpillReport, StoreInstance}
 
 /**
@@ -248,13 +245,8 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     catch { case NonFatal(e) => log.debug(s"txstate: could not report the snapshot of $storeId to Spark", e) }
 
   private def deleteQuietly(dir: File): Unit =
-    try {
-      if (dir.exists()) {
-        val stream = Files.walk(dir.toPath)
-        try stream.sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.deleteIfExists(p))
-        finally stream.close()
-      }
-    } catch { case NonFatal(e) => log.warn(s"txstate: could not delete local state directory $dir", e) }
+    try TxEngine.delete(dir)
+    catch { case NonFatal(e) => log.warn(s"txstate: could not delete local state directory $dir", e) }
 
   private def storedFileGraceMs: Long = 10L * 60 * 1000
   private def acquireWaitMs: Long = 60000L
