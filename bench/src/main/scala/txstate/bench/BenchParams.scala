@@ -18,22 +18,25 @@ final case class BenchParams(
     repetitions: Int,
     newKeyRatio: Double,
     profile: Boolean,
-    only: Option[Set[String]]) {
+    only: Option[Set[String]],
+    conf: Map[String, String] = Map.empty) {
 
   def describe: String =
     s"mode=$mode, preload=$preloadKeys keys, $batches batches x $updates get+put, " +
-      s"${(newKeyRatio * 100).round}% new keys, R=$repetitions"
+      s"${(newKeyRatio * 100).round}% new keys, R=$repetitions" +
+      (if (conf.isEmpty) "" else conf.map { case (k, v) => s"$k=$v" }.mkString(", extra conf: ", ", ", ""))
 }
 
 object BenchParams {
   val usage: String =
     """StoreBench [--quick | --full] [--reps N] [--keys N] [--batches N] [--updates N]
-      |           [--no-profile] [--only name,name,...]
+      |           [--no-profile] [--only name,name,...] [--conf key=value]...
       |  --quick       200k keys, 4 x 50k updates, R=1 (under ~4 minutes)
       |  --full        1M keys, 10 x 200k updates, R=3 (the default; under ~20 minutes)
       |  --only        peers to run, by short name: txstate, rocksdb-changelog, rocksdb-snapshot, hdfs, raw, raw-changelog,
-      |                and (only when named) raw-txstate-options, raw-partitioned-index
-      |  --no-profile  skip the sampled txstate pass""".stripMargin
+      |                and (only when named) raw-txstate-options, raw-txstate-options-one-shard, raw-partitioned-index
+      |  --no-profile  skip the sampled txstate pass
+      |  --conf k=v    an extra SQL setting for every provider (e.g. spark.sql.streaming.stateStore.txstate.blockCacheSizeMB=64)""".stripMargin
 
   private val quick = BenchParams("quick", 200000, 4, 50000, 1, 0.10, profile = true, only = None)
   private val full = BenchParams("full", 1000000, 10, 200000, 3, 0.10, profile = true, only = None)
@@ -41,14 +44,19 @@ object BenchParams {
   def parse(args: Seq[String]): BenchParams = {
     def loop(rest: List[String], p: BenchParams): BenchParams = rest match {
       case Nil => p
-      case "--quick" :: tail => loop(tail, quick.copy(profile = p.profile, only = p.only))
-      case "--full" :: tail => loop(tail, full.copy(profile = p.profile, only = p.only))
+      case "--quick" :: tail => loop(tail, quick.copy(profile = p.profile, only = p.only, conf = p.conf))
+      case "--full" :: tail => loop(tail, full.copy(profile = p.profile, only = p.only, conf = p.conf))
       case "--reps" :: n :: tail => loop(tail, p.copy(repetitions = positive("--reps", n)))
       case "--keys" :: n :: tail => loop(tail, p.copy(preloadKeys = positive("--keys", n)))
       case "--batches" :: n :: tail => loop(tail, p.copy(batches = positive("--batches", n)))
       case "--updates" :: n :: tail => loop(tail, p.copy(updates = positive("--updates", n)))
       case "--no-profile" :: tail => loop(tail, p.copy(profile = false))
       case "--only" :: names :: tail => loop(tail, p.copy(only = Some(names.split(',').map(_.trim).filter(_.nonEmpty).toSet)))
+      case "--conf" :: kv :: tail =>
+        kv.split("=", 2) match {
+          case Array(k, v) if k.trim.nonEmpty => loop(tail, p.copy(conf = p.conf + (k.trim -> v.trim)))
+          case _ => throw new IllegalArgumentException(s"StoreBench: --conf needs key=value, got '$kv'.\n$usage")
+        }
       case other :: _ => throw new IllegalArgumentException(s"StoreBench: unknown argument '$other'.\n$usage")
     }
     loop(args.toList, full)

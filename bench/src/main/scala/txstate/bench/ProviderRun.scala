@@ -14,7 +14,7 @@ import org.apache.spark.sql.execution.streaming.state._
  * the open of a re-run of that committed batch (then aborted), `doMaintenance()` and `close()`,
  * then a new provider on the same checkpoint for the cold reopen (where the state is verified).
  */
-final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configuration) {
+final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configuration, extraConf: Map[String, String] = Map.empty) {
   import ProviderRun._
 
   private val rows = new RowMaker
@@ -27,8 +27,8 @@ final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configurati
   def run(checkpointDir: File, localRoot: File, sampler: Option[Sampler] = None, maxBatches: Int = Int.MaxValue)
       : Measurement = {
     val storeId = StateStoreId(checkpointDir.getAbsolutePath, 0L, 0)
-    val coldConf = peer.storeConf()
-    val warmConf = peer.localDirKey.map(key => peer.storeConf(Map(key -> localRoot.getAbsolutePath)))
+    val coldConf = peer.storeConf(extraConf)
+    val warmConf = peer.localDirKey.map(key => peer.storeConf(extraConf + (key -> localRoot.getAbsolutePath)))
     val provider = create(storeId, warmConf.getOrElse(coldConf))
 
     val preloadStart = System.nanoTime()

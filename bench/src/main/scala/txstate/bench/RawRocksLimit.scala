@@ -31,7 +31,7 @@ final class RawRocksLimit(plan: Workload.Plan, changelog: Boolean, tuning: RawRo
     RocksDB.loadLibrary()
     dir.mkdirs()
     Using.Manager { use =>
-      val cache = use(new LRUCache(8L << 20))
+      val cache = use(tuning.cache(8L << 20))
       val bloom = use(new BloomFilter(10, false))
       val table = tuning.table(new BlockBasedTableConfig().setBlockCache(cache).setFilterPolicy(bloom))
       val options = use(new Options().setCreateIfMissing(true).setTableFormatConfig(table)
@@ -135,12 +135,25 @@ final class RawRocksLimit(plan: Workload.Plan, changelog: Boolean, tuning: RawRo
 
 object RawRocksLimit {
   /** How index and filter blocks are kept: the one RocksDB setting that decides get latency at 1M keys. */
-  sealed trait Tuning { def table(t: BlockBasedTableConfig): BlockBasedTableConfig }
+  sealed trait Tuning {
+    def table(t: BlockBasedTableConfig): BlockBasedTableConfig
+    def cache(bytes: Long): LRUCache = new LRUCache(bytes)
+  }
 
   /** txstate's engine: index and filter blocks in the 8 MiB block cache, pinned for L0 only. */
   case object TxstateDefaults extends Tuning {
     def table(t: BlockBasedTableConfig): BlockBasedTableConfig =
       t.setCacheIndexAndFilterBlocks(true).setPinL0FilterAndIndexBlocksInCache(true)
+  }
+
+  /**
+   * txstate's table options with a single-shard cache. The default LRUCache splits 8 MiB into 16
+   * shards of 512 KiB; a 1M-key file's filter block (~1.3 MiB) can never stay in one. This variant
+   * tests that explanation of the collapse.
+   */
+  case object TxstateDefaultsOneShard extends Tuning {
+    def table(t: BlockBasedTableConfig): BlockBasedTableConfig = TxstateDefaults.table(t)
+    override def cache(bytes: Long): LRUCache = new LRUCache(bytes, 0)
   }
 
   /** Index and filter blocks held by the table readers, outside the block cache (RocksDB's default). */

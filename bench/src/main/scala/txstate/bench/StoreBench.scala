@@ -50,11 +50,12 @@ object StoreBench {
       progress(s"${params.describe}; scratch dir $scratch")
       val wanted = (p: String) => params.only.forall(_.contains(p))
       val peers = Peers.providers.filter(p => wanted(p.name))
-      // The last two only run when named in --only: they show how RocksDB's index/filter caching decides get cost.
+      // The last three only run when named in --only: they show how RocksDB's index/filter caching decides get cost.
       val raws = Seq(
         ("raw", false, RawRocksLimit.IndexOutsideCache),
         ("raw-changelog", true, RawRocksLimit.IndexOutsideCache),
         ("raw-txstate-options", false, RawRocksLimit.TxstateDefaults),
+        ("raw-txstate-options-one-shard", false, RawRocksLimit.TxstateDefaultsOneShard),
         ("raw-partitioned-index", false, RawRocksLimit.Partitioned)).filter { case (n, _, _) =>
           if (n == "raw" || n == "raw-changelog") wanted(n) else params.only.exists(_.contains(n))
         }
@@ -90,18 +91,19 @@ object StoreBench {
         peers.foreach { peer =>
           val dir = new File(scratch, s"${peer.name}-rep$rep")
           val local = new File(scratch, s"${peer.name}-rep$rep-local")
-          try record(peer.name, new ProviderRun(peer, plan, hadoopConf).run(dir, local))
+          try record(peer.name, new ProviderRun(peer, plan, hadoopConf, params.conf).run(dir, local))
           finally { ProviderRun.deleteRecursively(dir); ProviderRun.deleteRecursively(local) }
         }
       }
 
       val profile =
-        if (params.profile && wanted(Peers.txstate.name)) Some(profileTxstate(plan, hadoopConf, scratch)) else None
+        if (params.profile && wanted(Peers.txstate.name)) Some(profileTxstate(plan, hadoopConf, params.conf, scratch)) else None
 
       val labels = Peers.providers.map(p => p.name -> p.label).toMap ++ Map(
         "raw" -> "raw rocksdbjni limit (HashMap overlay + WriteBatch)",
         "raw-changelog" -> "raw rocksdbjni + local changelog file",
         "raw-txstate-options" -> "raw rocksdbjni, txstate's index/filter caching",
+        "raw-txstate-options-one-shard" -> "raw rocksdbjni, txstate's index/filter caching, 1-shard cache",
         "raw-partitioned-index" -> "raw rocksdbjni, partitioned index/filter in cache")
       val order = peers.map(_.name) ++ raws.map(_._1)
       val rows = order.flatMap(n => results.get(n).map(r =>
@@ -131,14 +133,15 @@ object StoreBench {
   }
 
   /** An extra, unmeasured txstate run with the stack sampler on during its first batches. */
-  private def profileTxstate(plan: Workload.Plan, hadoopConf: org.apache.hadoop.conf.Configuration, scratch: File): String = {
+  private def profileTxstate(plan: Workload.Plan, hadoopConf: org.apache.hadoop.conf.Configuration,
+      conf: Map[String, String], scratch: File): String = {
     val dir = new File(scratch, "txstate-profile")
     val local = new File(scratch, "txstate-profile-local")
     val sampler = new Sampler(Thread.currentThread(), intervalMicros = 1000L)
     try {
       System.gc()
       progress("profiling txstate (sampled, not part of the results)")
-      new ProviderRun(Peers.txstate, plan, hadoopConf).run(dir, local, Some(sampler), maxBatches = 3)
+      new ProviderRun(Peers.txstate, plan, hadoopConf, conf).run(dir, local, Some(sampler), maxBatches = 3)
       sampler.report(m => m.startsWith("txstate.") && !m.startsWith("txstate.bench.") ||
         m.startsWith("org.rocksdb.") || m.startsWith("java.util.concurrent.ConcurrentSkipListMap.") ||
         m.startsWith("org.apache.spark.sql.execution.streaming."))
