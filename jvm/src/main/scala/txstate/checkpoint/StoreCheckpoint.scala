@@ -138,6 +138,16 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
 
   def storedFilePath(storedName: String): Path = new Path(sstDir, storedName)
 
+  /**
+   * Temporary files (`.<name>.<random>.tmp`) older than `cutoffMs`: what writers killed between
+   * writing and renaming left behind. Live writers rename theirs within seconds.
+   */
+  def staleTemporaryFiles(cutoffMs: Long): Seq[Path] = {
+    val temporary: PathFilter = (p: Path) => p.getName.startsWith(".") && p.getName.endsWith(".tmp")
+    Seq(root, sstDir).filter(files.exists).flatMap(dir => files.list(dir, temporary).toSeq)
+      .filter(_.getModificationTime < cutoffMs).map(_.getPath)
+  }
+
   def delete(path: Path): Unit = files.delete(path)
 
   def close(): Unit = files.close()

@@ -65,6 +65,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   private var spill: Option[OpenSpill] = None
   private var closed = false
   private var incarnationId = UUID.randomUUID().toString
+  private val views = new ViewPublisher
 
   openDatabase()
 
@@ -85,6 +86,13 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     }
     new Transaction(this, committedPoint)
   }
+
+  /**
+   * Runs `read` against the last committed version, from any thread (interactive queries). None
+   * when there is no committed view: the engine is closed, or its database is being replaced or
+   * holds an interrupted write. Waits at most `waitMs` for a database replacement to finish.
+   */
+  def readCommittedView[T](waitMs: Long)(read: CommittedView => T): Option[T] = views.read(waitMs)(read)
 
   /** Reads a committed value (the view transactions read through). */
   private[engine] def readCommitted(key: Array[Byte]): Array[Byte] = database.db.get(database.data, key)
@@ -133,6 +141,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
         undo = Some(Undo(snapshot, touched, committedPoint))
     }
     committedPoint = point
+    views.publish(database, point)
   }
 
   /**
@@ -227,6 +236,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     }
     releaseUndo()
     committedPoint = u.previous
+    views.publish(database, committedPoint)
     committedPoint
   }
 
@@ -255,6 +265,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     } finally batch.close()
     inFlightVersion = None
     committedPoint = point
+    views.publish(database, point)
   }
 
   /**
@@ -281,18 +292,20 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     ensureOpen()
     releaseUndo()
     releaseSpill()
-    database.close()
-    deleteRecursively(dir.toPath)
-    if (!dir.mkdirs()) throw new IllegalStateException(s"txstate: cannot create the local state directory $dir")
-    try fill(dir)
-    catch {
-      case e: Throwable =>
-        deleteRecursively(dir.toPath)
-        openDatabase()
-        throw e
+    views.excludingReaders {
+      database.close()
+      deleteRecursively(dir.toPath)
+      if (!dir.mkdirs()) throw new IllegalStateException(s"txstate: cannot create the local state directory $dir")
+      try fill(dir)
+      catch {
+        case e: Throwable =>
+          deleteRecursively(dir.toPath)
+          openDatabase()
+          throw e
+      }
+      incarnationId = UUID.randomUUID().toString
+      openDatabase()
     }
-    incarnationId = UUID.randomUUID().toString
-    openDatabase()
     committedPoint
   }
 
@@ -304,10 +317,12 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     ensureOpen()
     releaseUndo()
     releaseSpill()
-    database.close()
-    deleteRecursively(dir.toPath)
-    incarnationId = UUID.randomUUID().toString
-    openDatabase()
+    views.excludingReaders {
+      database.close()
+      deleteRecursively(dir.toPath)
+      incarnationId = UUID.randomUUID().toString
+      openDatabase()
+    }
   }
 
   /** Drops every row and makes the database an empty store at `version` (Spark's `loadEmpty`). */
@@ -316,6 +331,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     val point = CommitPoint.empty.copy(version = version, commitTimeMs = System.currentTimeMillis())
     database.db.put(database.commit, writeOptions, committedKey, point.toBytes)
     committedPoint = point
+    views.publish(database, point)
   }
 
   /** Live memtable and block cache bytes of this instance (native memory). */
@@ -331,7 +347,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       if (database != null) {
         releaseUndo()
         releaseSpill()
-        database.close()
+        views.excludingReaders(database.close())
       }
     } finally {
       writeOptions.close()
@@ -348,6 +364,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     committedPoint = Option(database.db.get(database.commit, committedKey)).map(CommitPoint.fromBytes)
       .getOrElse(CommitPoint.empty)
     inFlightVersion = Option(database.db.get(database.commit, inFlightKey)).map(b => java.nio.ByteBuffer.wrap(b).getLong)
+    // A database holding an interrupted write is no version at all: nothing to show until a load.
+    if (inFlightVersion.isEmpty) views.publish(database, committedPoint) else views.withdraw()
   }
 
   private def markInFlight(version: Long): Unit = {

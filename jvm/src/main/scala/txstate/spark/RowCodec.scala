@@ -3,7 +3,7 @@ package txstate.spark
 import java.nio.ByteBuffer
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, RocksDBKeyStateEncoder, UnsafeRowDataEncoder}
+import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, RocksDBKeyStateEncoder, UnsafeRowDataEncoder}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
 
@@ -28,6 +28,18 @@ final class RowCodec(
   def supportsPrefixScan: Boolean = keyEncoder.supportPrefixKeyScan
   def supportsRangeScan: Boolean = keyEncoder.supportsRangeScan
   def supportsDeleteRange: Boolean = keyEncoder.supportsDeleteRange
+
+  /** Key columns a prefix-encoded family puts first in its byte order (0: not prefix-encoded). */
+  def prefixKeyColumns: Int = spec match {
+    case PrefixKeyScanStateEncoderSpec(_, n) => n
+    case _ => 0
+  }
+
+  /** Key columns a range-encoded family orders its bytes by (empty: not range-encoded). */
+  def rangeKeyOrdinals: Seq[Int] = spec match {
+    case RangeKeyScanStateEncoderSpec(_, ordinals) => ordinals
+    case _ => Nil
+  }
 
   def encodeKey(key: UnsafeRow): Array[Byte] = keyEncoder.encodeKey(key)
   def decodeKey(bytes: Array[Byte]): UnsafeRow = keyEncoder.decodeKey(bytes)

@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
 import txstate.checkpoint.StoreCheckpoint
-import txstate.engine.{ChangeRecord, CommitPoint, Transaction, TxEngine}
+import txstate.engine.{ChangeRecord, CommitPoint, CommittedView, Transaction, TxEngine}
 import txstate.store.{CommitReport, LoadReport, SpillReport, StoreInstance}
 
 /**
@@ -31,6 +31,7 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
   private var storeConf: StateStoreConf = _
   private var hadoopConf: Configuration = _
   private var conf: TxStateConf = _
+  private var schema: StoreSchema = _
   private var localDir: Option[LocalDirectory] = None
   @volatile private var instanceOpt: Option[StoreInstance] = None
   private val snapshotActivity = new java.util.concurrent.atomic.AtomicReference(SnapshotActivity.none)
@@ -52,7 +53,8 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     this.storeConf = storeConfs
     this.hadoopConf = hadoopConf
     this.conf = TxStateConf.from(storeConfs)
-    codecs.put(ColumnFamilies.defaultName, new RowCodec(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+    this.schema = StoreSchema(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey)
+    codecs.put(ColumnFamilies.defaultName, schema.codec)
   }
 
   override def stateStoreId: StateStoreId = storeId
@@ -131,6 +133,7 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
   }
 
   override def close(): Unit = {
+    if (storeId != null) LiveStores.unregister(storeId, this)
     val acquired = inUse.tryAcquire(closeWaitMs, TimeUnit.MILLISECONDS)
     if (!acquired) log.warn(s"txstate: closing $storeId while ${holder.getOrElse("a task")} still uses it")
     try instanceOpt.foreach(_.close())
@@ -145,6 +148,17 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
       if (acquired) inUse.release()
     }
   }
+
+  /**
+   * Runs `read` against the last committed version of the default column family, from any thread
+   * (interactive queries); None when this provider has no committed view to offer.
+   */
+  def readCommitted[T](waitMs: Long)(read: (RowCodec, CommittedView) => T): Option[T] =
+    for {
+      inst <- instanceOpt
+      rowCodec <- codec(ColumnFamilies.defaultName)
+      answer <- inst.readCommitted(waitMs)(view => read(rowCodec, view))
+    } yield answer
 
   // ---- used by TxStateStore -----------------------------------------------------------------
 
@@ -237,8 +251,18 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
           throw e
       }
     instanceOpt = Some(inst)
+    LiveStores.register(storeId, TxStateSparkBridge.runId(hadoopConf), this)
+    writeSchemaFile()
     inst
   }
+
+  /** Lets readers without this provider (queries on the driver, checkpoint reads) decode the store. */
+  private def writeSchemaFile(): Unit =
+    try StoreSchemaFile.ensure(storeId, schema, hadoopConf)
+    catch {
+      case NonFatal(e) => log.warn(s"txstate: could not write ${StoreSchemaFile.path(storeId)}; " +
+        "interactive queries of this store will fail until a later provider writes it", e)
+    }
 
   private def reportSnapshotUploaded(version: Long): Unit =
     try TxStateSparkBridge.reportSnapshotUploaded(storeId, hadoopConf, version)

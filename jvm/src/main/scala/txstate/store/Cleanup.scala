@@ -18,12 +18,16 @@ import txstate.checkpoint.{CheckpointEntry, StoreCheckpoint}
  * snapshot. Below it: changelogs, older manifests, and stored files no remaining manifest
  * references. A stored file younger than the grace period is kept even when unreferenced, since
  * an upload writes its files before its manifest (possibly from a stale instance elsewhere).
+ * Temporary files older than the grace period, left by writers killed before their rename, go too.
  */
 private[store] object Cleanup {
   private val log = LoggerFactory.getLogger(getClass)
 
   def run(checkpoint: StoreCheckpoint, idsInFileNames: Boolean, minVersionsToRetain: Int, graceMs: Long,
       describe: String): Option[CleanupReport] = {
+    val stale = checkpoint.staleTemporaryFiles(System.currentTimeMillis() - graceMs)
+    stale.foreach(checkpoint.delete)
+    if (stale.nonEmpty) log.info(s"txstate: deleted ${stale.size} temporary files that killed writers left in $describe")
     val changelogs = checkpoint.changelogs()
     if (changelogs.isEmpty) None
     else {

@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 import org.slf4j.LoggerFactory
 
 import txstate.checkpoint.{ChangelogHeader, SnapshotManifest, StoreCheckpoint}
-import txstate.engine.{ChangeRecord, CommitPoint, EngineOptions, Transaction, TxEngine}
+import txstate.engine.{ChangeRecord, CommitPoint, CommittedView, EngineOptions, Transaction, TxEngine}
 
 /**
  * One store instance: the local transactional engine plus its checkpoint files. It makes a
@@ -49,6 +49,9 @@ final class StoreInstance(
   @volatile private var newestSnapshotVersion = 0L
   def newestSnapshot: Long = newestSnapshotVersion
   def nativeMemoryUsed: Long = engine.nativeMemoryUsed
+
+  /** Runs `read` against the last committed version, from any thread (see [[TxEngine.readCommittedView]]). */
+  def readCommitted[T](waitMs: Long)(read: CommittedView => T): Option[T] = engine.readCommittedView(waitMs)(read)
 
   /**
    * Makes `version` current. `checkpointId` is the id Spark names under checkpoint format v2;

@@ -296,6 +296,25 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
     } finally closeAll(a, other)
   }
 
+  test("cleanup removes temporary files that killed writers left, once they are older than the grace period") {
+    val root = newRoot()
+    val inst = open(root)
+    try {
+      inst.load(0, None)
+      writeHistory(inst, 2)
+      val dir = localFile(root)
+      val old = new File(dir, s".3.txlog.${UUID.randomUUID()}.tmp")
+      val fresh = new File(dir, s".4.txlog.${UUID.randomUUID()}.tmp")
+      Files.write(old.toPath, b("partial"))
+      Files.write(fresh.toPath, b("partial"))
+      assert(old.setLastModified(System.currentTimeMillis() - 20 * 60 * 1000))
+      inst.cleanup(minVersionsToRetain = 10, storedFileGraceMs = 10 * 60 * 1000)
+      assert(!old.exists(), "a stale temporary file survived cleanup")
+      assert(fresh.exists(), "a temporary file a live writer may still rename was deleted")
+      assert(new File(dir, "2.txlog").exists())
+    } finally closeAll(inst)
+  }
+
   test("loadEmpty starts a new lineage that another instance can rebuild") {
     val root = newRoot()
     val a = open(root)

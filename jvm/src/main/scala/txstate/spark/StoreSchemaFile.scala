@@ -1,0 +1,83 @@
+package txstate.spark
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.util.Using
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, StateStoreId}
+import org.apache.spark.sql.types.{DataType, StructType}
+import org.json4s.{JBool, JInt, JObject}
+import org.json4s.jackson.JsonMethods
+
+/**
+ * How a store's rows are encoded, written next to its checkpoint by the providers that write it,
+ * so a reader without a loaded provider (an interactive query on the driver, or on checkpoint
+ * files) can encode keys and decode rows exactly as the store does:
+ * `<state root>/<operator>/_txstate/<store name>.schema.json`.
+ */
+final case class StoreSchema(keySchema: StructType, valueSchema: StructType, spec: KeyStateEncoderSpec,
+    multiValued: Boolean) {
+  def codec: RowCodec = new RowCodec(keySchema, valueSchema, spec, multiValued)
+
+  def json: String = JsonMethods.compact(JObject(
+    "format" -> JInt(1),
+    "keySchema" -> JsonMethods.parse(keySchema.json),
+    "valueSchema" -> JsonMethods.parse(valueSchema.json),
+    "keyStateEncoderSpec" -> spec.jsonValue,
+    "multiValued" -> JBool(multiValued)))
+}
+
+object StoreSchemaFile {
+  def path(stateRoot: String, operatorId: Long, storeName: String): Path =
+    new Path(new Path(new Path(stateRoot, operatorId.toString), "_txstate"), s"$storeName.schema.json")
+
+  def path(id: StateStoreId): Path = path(id.checkpointRootLocation, id.operatorId, id.storeName)
+
+  /** Writes `schema` for `id`'s store unless the file already says exactly that. */
+  def ensure(id: StateStoreId, schema: StoreSchema, hadoopConf: Configuration): Unit = {
+    val target = path(id)
+    val text = schema.json
+    if (read(target, hadoopConf).forall(_ != text)) {
+      val fs = target.getFileSystem(hadoopConf)
+      val temp = new Path(target.getParent, s".${target.getName}.${java.util.UUID.randomUUID()}.tmp")
+      Using.resource(fs.create(temp, true))(_.write(text.getBytes(UTF_8)))
+      // Every partition's provider writes the same text; whichever rename lands last is as good.
+      if (!fs.rename(temp, target)) {
+        fs.delete(target, false)
+        if (!fs.rename(temp, target)) {
+          fs.delete(temp, false)
+          if (read(target, hadoopConf).forall(_ != text)) throw new java.io.IOException(s"txstate: could not write $target")
+        }
+      }
+    }
+  }
+
+  /** The schema of a store, if a txstate provider has written one. */
+  def load(stateRoot: String, operatorId: Long, storeName: String, hadoopConf: Configuration): Option[StoreSchema] = {
+    val file = path(stateRoot, operatorId, storeName)
+    read(file, hadoopConf).map { text =>
+      try {
+        val fields = JsonMethods.parse(text) match {
+          case JObject(f) => f.toMap
+          case _ => throw new IllegalArgumentException("not a JSON object")
+        }
+        val keySchema = DataType.fromJson(JsonMethods.compact(fields("keySchema"))).asInstanceOf[StructType]
+        val valueSchema = DataType.fromJson(JsonMethods.compact(fields("valueSchema"))).asInstanceOf[StructType]
+        val specMap = fields("keyStateEncoderSpec").values.asInstanceOf[Map[String, Any]]
+        StoreSchema(keySchema, valueSchema, KeyStateEncoderSpec.fromJson(keySchema, specMap),
+          fields.get("multiValued").contains(JBool(true)))
+      } catch {
+        case e: Exception =>
+          throw new IllegalStateException(s"[TXSTATE_QUERY_BAD_SCHEMA_FILE] cannot read the store schema file $file: ${e.getMessage}", e)
+      }
+    }
+  }
+
+  private def read(file: Path, hadoopConf: Configuration): Option[String] = {
+    val fs = file.getFileSystem(hadoopConf)
+    if (!fs.exists(file)) None
+    else Some(Using.resource(fs.open(file))(in => new String(in.readAllBytes(), UTF_8)))
+  }
+}

@@ -1,0 +1,122 @@
+package txstate.spark.query
+
+import scala.collection.mutable
+import scala.util.control.NonFatal
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{InterpretedOrdering, UnsafeRow}
+
+import txstate.engine.{CommittedView, KeyRange}
+import txstate.spark.{ColumnFamilies, RowCodec}
+
+/**
+ * Answers one partition's query from one committed view of its store (wherever the store is:
+ * a live provider, or a copy loaded from checkpoint files). Reads only the default column family.
+ * Every iterator it opens is closed before it returns.
+ */
+private[query] object PartitionReader {
+  private val familyRange = ColumnFamilies.familyRange(ColumnFamilies.defaultId)
+
+  def read(partition: Int, query: ResolvedQuery, bound: PositionBound, codec: RowCodec, view: CommittedView,
+      servedBy: String): RawPartitionResult = {
+    val start = System.nanoTime()
+    val point = view.point
+    val minBatch = bound.minBatch(partition)
+    val outcome =
+      if (point.version - 1 < minBatch) {
+        Left(QueryFailure(FailureReason.NotUpToBound,
+          s"partition $partition has committed batch ${point.version - 1} (state version ${point.version}), " +
+            s"below the requested batch $minBatch; retry once the query has processed it"))
+      } else {
+        try Right(answer(query, codec, view))
+        catch {
+          case e: UnknownQueryType => Left(QueryFailure(FailureReason.UnknownQueryType, e.getMessage))
+          case NonFatal(e) => Left(QueryFailure(FailureReason.StoreException,
+            s"reading partition $partition at version ${point.version} failed: $e"))
+        }
+      }
+    RawPartitionResult(partition, outcome, Some(point), servedBy, System.nanoTime() - start)
+  }
+
+  private final class UnknownQueryType(message: String) extends Exception(message)
+
+  private def answer(query: ResolvedQuery, codec: RowCodec, view: CommittedView): RawAnswer = query match {
+    case ResolvedQuery.Get(keys, single) =>
+      RawAnswer.Values(keys.map(k => view.get(stored(codec.encodeKey(k))).flatMap(v => firstValue(codec, v))), single)
+    case ResolvedQuery.Scan(page) =>
+      inKeyOrder(codec, view, page, familyRange, _ => true)
+    case ResolvedQuery.Prefix(prefix, columns, page) =>
+      if (codec.supportsPrefixScan && codec.prefixKeyColumns == columns) {
+        inKeyOrder(codec, view, page, KeyRange.prefix(stored(codec.encodePrefix(prefix))), _ => true)
+      } else {
+        // Other encodings do not group a prefix's keys together: look at every key.
+        val leading = InterpretedOrdering.forSchema(codec.keySchema.fields.take(columns).map(_.dataType).toSeq)
+        inKeyOrder(codec, view, page, familyRange, key => leading.compare(key, prefix) == 0)
+      }
+    case ResolvedQuery.Range(lower, upper, descending, page) =>
+      inSqlOrder(codec, view, page, lower, upper, descending)
+    case ResolvedQuery.Unknown(name) =>
+      throw new UnknownQueryType(s"txstate stores answer key, multiKey, range, prefix and scan queries, not '$name'")
+  }
+
+  /** One page of the rows in `range` that `keep` accepts, in the store's byte order of keys. */
+  private def inKeyOrder(codec: RowCodec, view: CommittedView, page: PageCursor, range: KeyRange,
+      keep: UnsafeRow => Boolean): RawAnswer.Page =
+    if (page.finished) RawAnswer.Page(Nil, None)
+    else {
+      val from = page.after.map(a => stored(a :+ 0.toByte)).filter(f => java.util.Arrays.compareUnsigned(f, range.from) > 0)
+      val rows = mutable.ArrayBuffer.empty[(Array[Byte], UnsafeRow, UnsafeRow)]
+      val it = view.range(KeyRange(from.getOrElse(range.from), range.until))
+      try {
+        while (rows.size <= page.limit && it.hasNext) {
+          val kv = it.next()
+          val encoded = ColumnFamilies.stripPrefix(kv.key)
+          val key = codec.decodeKey(encoded).copy()
+          if (keep(key)) firstValue(codec, kv.value).foreach(v => rows += ((encoded, key, v)))
+        }
+      } finally it.close()
+      pageOf(rows.toSeq, page.limit)
+    }
+
+  /**
+   * One page of the rows whose keys lie in [lower, upper] in Spark SQL ordering. Byte order is SQL
+   * order only for some encodings, so every key is compared; only a page's worth is kept.
+   */
+  private def inSqlOrder(codec: RowCodec, view: CommittedView, page: PageCursor, lower: Option[UnsafeRow],
+      upper: Option[UnsafeRow], descending: Boolean): RawAnswer.Page =
+    if (page.finished) RawAnswer.Page(Nil, None)
+    else {
+      val ordering = InterpretedOrdering.forSchema(codec.keySchema.fields.map(_.dataType).toSeq)
+      val direction: Ordering[InternalRow] = if (descending) ordering.reverse else ordering
+      val after = page.after.map(a => codec.decodeKey(a).copy())
+      // A max-heap in reading direction: its head is the row to drop once more than a page is kept.
+      val kept = mutable.PriorityQueue.empty[(Array[Byte], UnsafeRow, UnsafeRow)](Ordering.by[(Array[Byte], UnsafeRow, UnsafeRow), InternalRow](_._2)(direction))
+      val it = view.range(familyRange)
+      try {
+        while (it.hasNext) {
+          val kv = it.next()
+          val encoded = ColumnFamilies.stripPrefix(kv.key)
+          val key = codec.decodeKey(encoded).copy()
+          val inRange = lower.forall(ordering.compare(key, _) >= 0) && upper.forall(ordering.compare(key, _) <= 0)
+          if (inRange && after.forall(direction.compare(key, _) > 0)) {
+            firstValue(codec, kv.value).foreach { v =>
+              kept.enqueue((encoded, key, v))
+              if (kept.size > page.limit + 1) kept.dequeue()
+            }
+          }
+        }
+      } finally it.close()
+      pageOf(kept.dequeueAll.reverse, page.limit)
+    }
+
+  private def pageOf(rows: Seq[(Array[Byte], UnsafeRow, UnsafeRow)], limit: Int): RawAnswer.Page = {
+    val shown = rows.take(limit)
+    RawAnswer.Page(shown.map(r => (r._2, r._3)), if (rows.size > limit) shown.lastOption.map(_._1) else None)
+  }
+
+  private def stored(encodedKey: Array[Byte]): Array[Byte] = ColumnFamilies.withPrefix(ColumnFamilies.defaultId, encodedKey)
+
+  /** The value a reader sees: the row, or the first of a multi-valued key's list. */
+  private def firstValue(codec: RowCodec, bytes: Array[Byte]): Option[UnsafeRow] =
+    codec.decodeStored(bytes).nextOption().map(_.copy())
+}

@@ -1,0 +1,187 @@
+package txstate.spark.query
+
+import java.util.UUID
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
+import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
+import org.apache.spark.sql.streaming.StreamingQuery
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The JVM end of `txstate_spark.query`: three calls that take and return JSON (one py4j round trip
+ * per query, whatever the answer's size). The protocol is docs/query-protocol.md.
+ */
+object PythonQueryGateway {
+  private val mapper = new ObjectMapper()
+  private val nodes = JsonNodeFactory.instance
+
+  /** `{"checkpoint", "runId", "isActive"}` of a streaming query started in this JVM. */
+  def queryTarget(query: StreamingQuery): String = query match {
+    case wrapper: StreamingQueryWrapper =>
+      val out = nodes.objectNode()
+      out.put("checkpoint", wrapper.streamingQuery.resolvedCheckpointRoot)
+      out.put("runId", wrapper.runId.toString)
+      out.put("isActive", wrapper.isActive)
+      mapper.writeValueAsString(out)
+    case other => throw new IllegalArgumentException(
+      s"[TXSTATE_QUERY_UNSUPPORTED_TARGET] cannot query the state of a ${other.getClass.getName}; " +
+        "pass a query started in this Spark session, or its checkpoint path")
+  }
+
+  /** The store set a target names: partitions, schemas and key encoding. */
+  def describe(spark: SparkSession, targetJson: String): String = {
+    val target = parse(targetJson)
+    val d = StoreLocator.describe(text(target, "checkpoint"), text(target, "operator"), text(target, "store"),
+      spark.sessionState.newHadoopConf())
+    val codec = d.schema.codec
+    val out = nodes.objectNode()
+    out.put("checkpoint", d.checkpoint)
+    out.put("operatorId", d.operatorId)
+    d.operatorName.fold(out.putNull("operatorName"))(out.put("operatorName", _))
+    out.put("storeName", d.storeName)
+    out.put("numPartitions", d.numPartitions)
+    out.set[JsonNode]("keySchema", mapper.readTree(d.schema.keySchema.json))
+    out.set[JsonNode]("valueSchema", mapper.readTree(d.schema.valueSchema.json))
+    out.put("prefixKeyColumns", codec.prefixKeyColumns)
+    val ordinals = out.putArray("rangeKeyOrdinals")
+    codec.rangeKeyOrdinals.foreach(ordinals.add(_))
+    Option(target.get("runId")).filterNot(_.isNull).fold(out.putNull("runId"))(r => out.put("runId", r.asText))
+    mapper.writeValueAsString(out)
+  }
+
+  def execute(spark: SparkSession, requestJson: String): String = {
+    val json = parse(requestJson)
+    val store = StoreReference(text(json, "checkpoint"),
+      Option(json.get("runId")).filterNot(_.isNull).map(r => UUID.fromString(r.asText)),
+      text(json, "operator"), text(json, "store"))
+    val schema = StoreLocator.describe(store.checkpoint, store.operator, store.storeName,
+      spark.sessionState.newHadoopConf()).schema // by name: read only when not cached
+    val request = StateQueryRequest(
+      store,
+      query = Some(readQuery(json.get("query"), schema.keySchema)),
+      partitions = Option(json.get("partitions")).filterNot(_.isNull).map(_.elements().asScala.map(_.asInt).toSeq),
+      bound = readBound(json.get("bound")),
+      activeOnly = flag(json, "requireActive"),
+      executionInfo = flag(json, "executionInfo"),
+      checkpointReads = flag(json, "checkpointReads"))
+    mapper.writeValueAsString(writeResult(StateQueryExecutor.execute(spark, request), schema.keySchema, schema.valueSchema))
+  }
+
+  // ---- requests -----------------------------------------------------------------------------
+
+  private def readQuery(node: JsonNode, keySchema: StructType): StateQuery = {
+    if (node == null || !node.isObject) throw badRequest("'query' must be an object")
+    def row(n: JsonNode, schema: StructType, what: String): Row =
+      CatalystTypeConverters.createToScalaConverter(schema)(InternalJson.readRow(n, schema, what)).asInstanceOf[Row]
+    def optRow(field: String): Option[Row] = Option(node.get(field)).filterNot(_.isNull).map(row(_, keySchema, field))
+    def limit = Option(node.get("limit")).filterNot(_.isNull).map(_.asInt).getOrElse(PagedQuery.defaultLimit)
+    def continuation = Option(node.get("continuation")).filterNot(_.isNull).map(_.asText)
+    text(node, "type") match {
+      case "key" => KeyQuery(row(node.get("key"), keySchema, "key"))
+      case "multiKey" =>
+        val keys = Option(node.get("keys")).filter(_.isArray).getOrElse(throw badRequest("'keys' must be an array"))
+        MultiKeyQuery(keys.elements().asScala.zipWithIndex.map { case (k, i) => row(k, keySchema, s"keys[$i]") }.toSeq)
+      case "range" => RangeQuery(optRow("lower"), optRow("upper"), flag(node, "descending"), limit, continuation)
+      case "prefix" =>
+        val prefix = Option(node.get("prefix")).filter(_.isArray).getOrElse(throw badRequest("'prefix' must be an array"))
+        val prefixSchema = StructType(keySchema.fields.take(prefix.size))
+        PrefixQuery(row(prefix, prefixSchema, "prefix"), limit, continuation)
+      case "scan" => ScanQuery(limit, continuation)
+      case other => UnrecognizedQuery(other)
+    }
+  }
+
+  private def readBound(node: JsonNode): PositionBound =
+    if (node == null || node.isNull) PositionBound.Unbounded
+    else text(node, "type") match {
+      case "unbounded" => PositionBound.Unbounded
+      case "atLeastBatch" => PositionBound.AtLeastBatch(node.get("batchId").asLong)
+      case "atLeast" =>
+        val partitions = Option(node.get("partitions")).filterNot(_.isNull).map(_.properties().asScala.map { e =>
+          e.getKey.toInt -> Position(e.getValue.asLong + 1, None, 0L, Nil)
+        }.toMap).getOrElse(Map.empty)
+        val oldest = Option(node.get("batchId")).filterNot(_.isNull).map(b => -1 -> Position(b.asLong + 1, None, 0L, Nil))
+        PositionBound.AtLeast(MergedPosition(if (partitions.nonEmpty) partitions else oldest.toMap))
+      case other => throw badRequest(s"unknown position bound type '$other'")
+    }
+
+  // ---- answers ------------------------------------------------------------------------------
+
+  private def writeResult(result: StateQueryResult, keySchema: StructType, valueSchema: StructType): ObjectNode = {
+    val keyInternal = CatalystTypeConverters.createToCatalystConverter(keySchema)
+    val valueInternal = CatalystTypeConverters.createToCatalystConverter(valueSchema)
+    def value(r: Option[Row]): JsonNode =
+      r.fold[JsonNode](nodes.nullNode())(v => InternalJson.writeRow(valueInternal(v).asInstanceOf[InternalRow], valueSchema))
+    val out = nodes.objectNode()
+    val partitions = out.putArray("partitions")
+    result.partitionResults.toSeq.sortBy(_._1).foreach { case (p, r) =>
+      val item = partitions.addObject()
+      item.put("partition", p)
+      item.put("success", r.isSuccess)
+      r.outcome match {
+        case Left(f) =>
+          item.put("failureReason", f.reason.name)
+          item.put("failureMessage", f.message)
+        case Right(QueryAnswer.Value(v)) => item.set[JsonNode]("result", value(v))
+        case Right(QueryAnswer.Values(vs)) =>
+          val array = item.putArray("result")
+          vs.foreach(v => array.add(value(v)))
+        case Right(QueryAnswer.Page(rows, next)) =>
+          val page = item.putObject("result")
+          val array = page.putArray("rows")
+          rows.foreach { kv =>
+            val row = array.addObject()
+            row.set[JsonNode]("key", InternalJson.writeRow(keyInternal(kv.key).asInstanceOf[InternalRow], keySchema))
+            row.set[JsonNode]("value", value(Some(kv.value)))
+          }
+          next.fold(page.putNull("continuation"))(page.put("continuation", _))
+      }
+      item.set[JsonNode]("position", r.position.fold[JsonNode](nodes.nullNode())(writePosition))
+      val info = item.putArray("executionInfo")
+      r.executionInfo.foreach(info.add)
+    }
+    val merged = result.position.oldest.fold(nodes.objectNode()) { o =>
+      val node = writePosition(o)
+      node.putNull("checkpointId")
+      node
+    }
+    if (result.position.oldest.isEmpty) Seq("version", "batchId", "checkpointId", "commitTimeMs", "sourceOffsets").foreach(merged.putNull)
+    val byPartition = merged.putObject("partitions")
+    result.position.partitions.toSeq.sortBy(_._1).foreach { case (p, pos) => byPartition.set[JsonNode](p.toString, writePosition(pos)) }
+    out.set[JsonNode]("position", merged)
+    result.continuation.fold(out.putNull("continuation"))(out.put("continuation", _))
+    out
+  }
+
+  private def writePosition(p: Position): ObjectNode = {
+    val node = nodes.objectNode()
+    node.put("version", p.version)
+    node.put("batchId", p.batchId)
+    p.checkpointId.fold(node.putNull("checkpointId"))(node.put("checkpointId", _))
+    node.put("commitTimeMs", p.commitTimeMs)
+    val offsets = node.putArray("sourceOffsets")
+    p.sourceOffsets.foreach(offsets.add)
+    node
+  }
+
+  // ---- JSON helpers -------------------------------------------------------------------------
+
+  private def parse(json: String): JsonNode =
+    try mapper.readTree(json)
+    catch { case e: Exception => throw badRequest(s"not valid JSON: ${e.getMessage}") }
+
+  private def text(node: JsonNode, field: String): String =
+    Option(node.get(field)).filter(_.isValueNode).map(_.asText).getOrElse(throw badRequest(s"'$field' is missing"))
+
+  private def flag(node: JsonNode, field: String): Boolean = Option(node.get(field)).exists(_.asBoolean)
+
+  private def badRequest(why: String) = new IllegalArgumentException(s"[TXSTATE_QUERY_BAD_REQUEST] $why")
+}
+
+/** A query type this version does not know (from a newer client): answers `UNKNOWN_QUERY_TYPE`. */
+final case class UnrecognizedQuery(typeName: String) extends StateQuery
