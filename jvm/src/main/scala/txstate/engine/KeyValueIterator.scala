@@ -66,6 +66,7 @@ private[engine] final class MergedIterator(
   private var nextBuffered: java.util.Map.Entry[Array[Byte], BufferedWrite] = advanceBuffered()
   private var nextCommitted: Option[KeyValue] = advanceCommitted()
   private var pending: Option[KeyValue] = None
+  private var closed = false
 
   private def advanceBuffered() = if (bufferedWrites.hasNext) bufferedWrites.next() else null
 
@@ -99,16 +100,20 @@ private[engine] final class MergedIterator(
     if (pending.isEmpty) close()
   }
 
-  def hasNext: Boolean = { fill(); pending.isDefined }
+  // Closed (by the reader, or by the transaction ending) means exhausted: no buffered row leaks out after.
+  def hasNext: Boolean = !closed && { fill(); pending.isDefined }
 
   def next(): KeyValue = {
+    if (closed) throw new NoSuchElementException("txstate: iterator is closed")
     fill()
     val kv = pending.getOrElse(throw new NoSuchElementException("txstate: iterator is exhausted"))
     pending = None
     kv
   }
 
-  def close(): Unit = {
+  def close(): Unit = if (!closed) {
+    closed = true
+    pending = None
     committed.close()
     onClose(this)
   }

@@ -53,6 +53,23 @@ final class TransactionTest extends AnyFunSuite with TempDirectories {
     }
   }
 
+  test("a closed merged iterator yields nothing more, buffered rows included") {
+    withEngine(newTempPath("db")) { engine =>
+      seeded(engine, "a", "c")
+      val tx = engine.begin()
+      Seq("b", "d", "e").foreach(k => tx.put(b(k), b(s"new-$k")))
+      val it = tx.iterator(KeyRange.all)
+      assert(str(it.next().key) == "a")
+      it.close()
+      assert(!it.hasNext)
+      intercept[NoSuchElementException](it.next())
+      val ended = tx.iterator(KeyRange.all)
+      assert(ended.hasNext)
+      tx.closeIterators() // what commit and abort do
+      assert(!ended.hasNext)
+    }
+  }
+
   test("an empty value is a present key, distinct from an absent one") {
     withEngine(newTempPath("db")) { engine =>
       commitWith(engine)(_.put(b("k"), Array.emptyByteArray))
