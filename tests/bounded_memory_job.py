@@ -22,6 +22,7 @@ The job asserts nothing: it writes a JSON report (progress metrics, memory numbe
 query's error if any); the test computes the expected state from the input and compares.
 
 Usage: bounded_memory_job.py huge --input DIR --work-dir DIR --result FILE --max-bytes 32m [--dump-state]
+                                  [--provider CLASS] [--conf KEY=VALUE ...]
        bounded_memory_job.py kill --input DIR --work-dir DIR --result FILE --max-bytes 1m --kill-batch B
 """
 
@@ -39,7 +40,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import streaming_harness  # noqa: E402
-from executor_failure_job import executor_ids, executor_processes, wait_for  # noqa: E402
+from cluster_tasks import (  # noqa: E402
+    executor_ids, executor_processes, running_stateful_tasks, stateful_task_to_kill, wait_for)
 
 TXSTATE = "spark.sql.streaming.stateStore.txstate."
 MAX_BYTES_CONF = TXSTATE + "maxUncommittedBytes"
@@ -262,6 +264,7 @@ def run_huge(args, report: dict) -> None:
     spark = build_session("txstate-bounded-memory-huge", args.provider, {
         MAX_BYTES_CONF: args.max_bytes,
         "spark.task.maxFailures": "2",  # an executor OOM fails the query after one retry
+        **dict(setting.split("=", 1) for setting in args.conf),  # e.g. bench/memory_bench.py's peers
     })
     sc = spark.sparkContext
     report["app_id"] = sc.applicationId
@@ -361,31 +364,12 @@ def run_kill(args, report: dict) -> None:
             raise RuntimeError(f"two executors did not register within 90 s: {executor_ids(sc)}")
         report["executors_before"] = executor_ids(sc)
 
-        def running_stateful_tasks() -> list[tuple[str, int, int]]:
-            """(executor id, stage id, partition) of the running tasks of the stateful stage."""
-            tracker = sc.statusTracker()
-            store = sc._jsc.sc().statusStore()
-            running = []
-            for stage_id in tracker.getActiveStageIds():
-                info = tracker.getStageInfo(stage_id)
-                if not info or info.numTasks != 2:
-                    continue
-                tasks = store.taskList(stage_id, info.currentAttemptId, 10)
-                for i in range(tasks.size()):
-                    task = tasks.apply(i)
-                    if task.status() == "RUNNING":
-                        running.append((task.executorId(), stage_id, task.index()))
-            return running
-
         def victim():
             """A running stateful task on a live executor whose store has spilled
             `--kill-after-segments` times and not committed yet."""
-            processes = executor_processes(app_id)
-            for executor_id, stage_id, partition in running_stateful_tasks():
-                if (executor_id in processes and len(segments(checkpoint, partition, version)) >= args.kill_after_segments
-                        and not changelogs(checkpoint, partition, version)):
-                    return executor_id, processes[executor_id], stage_id, partition
-            return None
+            return stateful_task_to_kill(sc, app_id, lambda partition: (
+                len(segments(checkpoint, partition, version)) >= args.kill_after_segments
+                and not changelogs(checkpoint, partition, version)))
 
         def kill_during_spilled_batch() -> None:
             try:
@@ -394,7 +378,7 @@ def run_kill(args, report: dict) -> None:
                     report["errors"].append(
                         f"no running stateful task with {args.kill_after_segments} early-commit segments of "
                         f"version {version}: "
-                        f"tasks {running_stateful_tasks()}, segments "
+                        f"tasks {running_stateful_tasks(sc)}, segments "
                         f"{[segments(checkpoint, p, version) for p in (0, 1)]}")
                     return
                 executor_id, pid, stage_id, partition = found
@@ -404,7 +388,7 @@ def run_kill(args, report: dict) -> None:
                 report["kill"] = {"executor_id": executor_id, "pid": pid, "stage_id": stage_id,
                                   "partition": partition, "segments_at_kill": listed,
                                   "changelogs_of_the_version_at_kill": committed,
-                                  "running_stateful_tasks": running_stateful_tasks()}
+                                  "running_stateful_tasks": running_stateful_tasks(sc)}
                 time.sleep(1.0)
             except Exception as error:
                 report["errors"].append(f"killer: {type(error).__name__}: {error}")
@@ -454,6 +438,8 @@ def main() -> int:
     parser.add_argument("--max-bytes", required=True)
     parser.add_argument("--provider", default=streaming_harness.candidate_provider())
     parser.add_argument("--dump-state", action="store_true")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="huge mode: an extra Spark setting (repeatable), e.g. for Spark's RocksDB provider")
     parser.add_argument("--kill-batch", type=int, default=1)
     parser.add_argument("--kill-after-segments", type=int, default=6)
     parser.add_argument("--timeout", type=float, default=240.0)

@@ -1,23 +1,35 @@
-"""A streaming aggregation on a local standalone cluster that loses an executor mid-batch.
+"""A streaming aggregation on a local standalone cluster that loses an executor mid-batch, before
+the state store of the batch's stateful task has committed.
 
 Run by test_executor_failure.py in its own process (it needs its own SparkContext, on
 `local-cluster[2,1,1024]`: a master and two workers inside the driver JVM, each worker launching one
-executor JVM). The job:
-  1. writes BATCHES input files, one micro-batch each, of rows (k, v) over a dozen keys;
-  2. runs `groupBy(k).agg(count, sum)` in update mode with the given state store provider,
-     collecting every batch's rows in the driver with foreachBatch;
-  3. while batch KILL_BATCH's stateful tasks run (a Python filter after the aggregation sleeps on
-     each row while a flag file exists, so those tasks last a few seconds), SIGKILLs one executor
-     JVM of this application; Spark retries the lost tasks and the standalone worker launches a
-     replacement executor;
-  4. writes a JSON report: the input rows, every batch's output, which executor it killed, the
-     executors before and after, and each batch's durations.
+executor JVM, each executor running one task at a time). The job:
+  1. runs `groupBy(k).agg(count, sum)` in update mode with the given state store provider over the
+     input directory the test wrote (one JSON file per micro-batch), and writes every batch's output
+     rows as parquet under `<work-dir>/output/batch-<id>`;
+  2. runs the stores with a small `txstate.maxUncommittedBytes`, so the stateful task of the kill
+     batch writes its store's uncommitted changes out in early-commit segments
+     (`<ckpt>/state/0/<p>/<version>_<id>-<k>.txseg`) long before it commits (`<version>.txlog`);
+     a stable `txstate.localDir` shared by both executors and 1 MiB RocksDB memtables make the
+     retried task reopen the local store the killed JVM left mid-version;
+  3. while the kill batch runs, polls the running stateful tasks (status API) and the checkpoint;
+     as soon as a running task's store has written `--kill-after-segments` segments of the batch's
+     version and no changelog of it, SIGKILLs that task's executor JVM, waits for the process to be
+     gone, and lists the store's files of the version once more (what the killed JVM left).
+     Spark retries the lost task (re-running the lost shuffle output) and the standalone worker
+     launches a replacement executor;
+  4. after the query, reads the final state back through Spark's state data source with no local
+     directory (a fresh provider rebuilds it from the checkpoint), as parquet under
+     `<work-dir>/state-dump`;
+  5. writes a JSON report: the kill (executor, pid, partition, the files at the kill, whether the
+     JVM died), the executors before and after, the changelogs of the version after the query, the
+     query's progress, and its error if any.
 
-The test computes the expected counts from the input and compares; this script asserts nothing
-except that it could do what it was asked (a kill that found no executor fails it).
+The test computes the expected rows from the input and compares; this script asserts nothing
+except that it could do what it was asked (a kill that found no task to interrupt is an error).
 
-Usage: executor_failure_job.py --work-dir DIR --result FILE [--provider CLASS] [--batches N]
-       [--kill-batch B] [--timeout SECONDS]
+Usage: executor_failure_job.py --input DIR --work-dir DIR --result FILE [--provider CLASS]
+       [--kill-batch B] [--kill-after-segments N] [--max-bytes 1m] [--timeout SECONDS]
 """
 
 from __future__ import annotations
@@ -27,76 +39,29 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import streaming_harness  # noqa: E402
+from cluster_tasks import (  # noqa: E402
+    alongside,
+    executor_ids,
+    executor_processes,
+    process_is_gone,
+    running_stateful_tasks,
+    stateful_task_to_kill,
+    wait_for,
+)
 
-KEYS = [f"k{i:02d}" for i in range(12)]
-ROWS_PER_BATCH = 30
-SLEEP_PER_ROW_S = 0.5  # in the slowed batch; about six keys per partition, so ~3 s per task
-
-
-def input_batches(count: int) -> list[list[dict]]:
-    """Deterministic rows: batch b holds ROWS_PER_BATCH rows over a shifting subset of KEYS."""
-    batches = []
-    for b in range(count):
-        rows = []
-        for i in range(ROWS_PER_BATCH):
-            key = KEYS[(b * 5 + i * 7) % len(KEYS)] if i % 3 else KEYS[(b + i) % len(KEYS)]
-            rows.append({"k": key, "v": (b + 1) * 100 + i - 15})
-        batches.append(rows)
-    return batches
+TXSTATE = "spark.sql.streaming.stateStore.txstate."
+LOCAL_DIR_CONF = TXSTATE + "localDir"
+SCHEMA = "k long, v long"
+PARTITIONS = (0, 1)  # spark.sql.shuffle.partitions in streaming_harness.spark_settings
 
 
-def executor_processes(app_id: str) -> dict[str, int]:
-    """Executor id -> pid of this application's CoarseGrainedExecutorBackend JVMs."""
-    found: dict[str, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        argv = [a.decode(errors="replace") for a in args if a]
-        if not any(a.endswith("CoarseGrainedExecutorBackend") for a in argv):
-            continue
-        if app_id not in argv:
-            continue
-        if "--executor-id" in argv:
-            found[argv[argv.index("--executor-id") + 1]] = int(entry.name)
-    return found
-
-
-def executor_ids(sc) -> list[str]:
-    ids = sc._jsc.sc().getExecutorIds()
-    return sorted(ids.apply(i) for i in range(ids.size()))
-
-
-def wait_for(predicate, timeout_s: float, step_s: float = 0.1):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step_s)
-    return None
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--work-dir", required=True, type=Path)
-    parser.add_argument("--result", required=True, type=Path)
-    parser.add_argument("--provider", default=streaming_harness.candidate_provider())
-    parser.add_argument("--batches", type=int, default=8)
-    parser.add_argument("--kill-batch", type=int, default=3)
-    parser.add_argument("--timeout", type=float, default=240.0)
-    args = parser.parse_args()
-
+def build_session(provider: str, max_bytes: str):
     import pyspark
 
     # Executors of a standalone cluster are launched from $SPARK_HOME: the pip package is one.
@@ -104,149 +69,132 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType
+
+    settings = {
+        **streaming_harness.spark_settings(streaming_harness.plugin_jar()),
+        streaming_harness.PROVIDER_CLASS_CONF: provider,
+        "spark.executor.memory": "768m",
+        "spark.driver.memory": "1g",
+        "spark.task.maxFailures": "4",
+        TXSTATE + "maxUncommittedBytes": max_bytes,
+        # The local RocksDB runs without a WAL: only flushed memtables survive a SIGKILL. With 1 MiB
+        # memtables the early commits reach disk (under their in-flight marker) before the kill.
+        TXSTATE + "writeBufferSizeMB": "1",
+    }
+    builder = SparkSession.builder.master("local-cluster[2,1,1024]").appName("txstate-executor-failure")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--input", required=True, type=Path)
+    parser.add_argument("--work-dir", required=True, type=Path)
+    parser.add_argument("--result", required=True, type=Path)
+    parser.add_argument("--provider", default=streaming_harness.candidate_provider())
+    parser.add_argument("--kill-batch", type=int, default=1)
+    parser.add_argument("--kill-after-segments", type=int, default=2)
+    parser.add_argument("--max-bytes", default="1m")
+    parser.add_argument("--timeout", type=float, default=240.0)
+    args = parser.parse_args()
 
     work_dir: Path = args.work_dir
-    slow_flag = work_dir / "slow-batch.flag"
-    batches = input_batches(args.batches)
-    inputs = streaming_harness.InputFiles(work_dir / "input", ["events"])
-    for index, rows in enumerate(batches):
-        inputs.write_batch(index, {"events": rows})
-
-    builder = SparkSession.builder.master("local-cluster[2,1,1024]").appName("txstate-executor-failure")
-    for key, value in streaming_harness.spark_settings(streaming_harness.plugin_jar()).items():
-        builder = builder.config(key, value)
-    builder = (
-        builder.config("spark.executor.memory", "768m")
-        .config("spark.driver.memory", "1g")
-        .config("spark.task.maxFailures", "4")
-        .config(streaming_harness.PROVIDER_CLASS_CONF, args.provider)
-    )
-    spark = builder.getOrCreate()
+    checkpoint = work_dir / "checkpoint"
+    version = args.kill_batch + 1  # batch b commits version b + 1
+    report: dict = {"provider": args.provider, "kill": None, "errors": [], "query_exception": None,
+                    "version": version}
+    started = time.monotonic()
+    spark = build_session(args.provider, args.max_bytes)
     sc = spark.sparkContext
-    sc.setLogLevel("WARN")
     app_id = sc.applicationId
-    report: dict = {
-        "app_id": app_id,
-        "provider": args.provider,
-        "input_batches": batches,
-        "output_batches": {},
-        "kill": None,
-        "errors": [],
-    }
+    report["app_id"] = app_id
+
+    def store_files(partition: int) -> tuple[list[str], list[str]]:
+        """The early-commit segments and changelogs of the kill batch's version in a store."""
+        return streaming_harness.version_files(checkpoint / "state" / "0" / str(partition), version)
+
+    def spilled_and_uncommitted(partition: int) -> bool:
+        segments, changelogs = store_files(partition)
+        return len(segments) >= args.kill_after_segments and not changelogs
+
+    def kill_mid_write() -> None:
+        """SIGKILLs the executor of a stateful task whose store has spilled and not committed."""
+        try:
+            victim = wait_for(lambda: stateful_task_to_kill(sc, app_id, spilled_and_uncommitted), 180, 0.05)
+            if victim is None:
+                report["errors"].append(
+                    f"no running stateful task whose store wrote {args.kill_after_segments} early-commit "
+                    f"segments of version {version} without committing it: tasks {running_stateful_tasks(sc)}, "
+                    f"files {({p: store_files(p) for p in PARTITIONS})}")
+                return
+            batch_commit = checkpoint / "commits" / str(args.kill_batch)
+            killed_at = time.time()
+            os.kill(victim.pid, signal.SIGKILL)
+            died = wait_for(lambda: process_is_gone(victim.pid), 30, 0.01) is not None
+            # Listed once the JVM is gone: everything the killed attempt wrote is on disk by now, and
+            # the retry of its task cannot have run yet (Spark has barely noticed the loss).
+            segments, changelogs = store_files(victim.partition)
+            report["kill"] = {
+                **victim._asdict(), "killed_at": killed_at, "died": died,
+                "segments_at_kill": segments, "changelogs_at_kill": changelogs,
+                "batch_committed_at_kill": batch_commit.exists(),
+                "other_stores_at_kill": {p: store_files(p) for p in PARTITIONS if p != victim.partition},
+            }
+        except Exception as error:
+            report["errors"].append(f"killer: {type(error).__name__}: {error}")
+
+    def write_output(df, batch_id: int) -> None:
+        killer = kill_mid_write if batch_id == args.kill_batch and report["kill"] is None else None
+        with alongside(killer, 200):
+            df.write.mode("overwrite").parquet(str(work_dir / "output" / f"batch-{batch_id:03d}"))
 
     try:
-        ready = wait_for(lambda: len(executor_ids(sc)) >= 2, 90)
-        report["executors_before"] = executor_ids(sc)
-        if not ready:
+        if not wait_for(lambda: len(executor_ids(sc)) >= 2, 90):
             raise RuntimeError(f"two executors did not register within 90 s: {executor_ids(sc)}")
+        report["executors_before"] = executor_ids(sc)
+        report["executor_processes_before"] = executor_processes(app_id)
 
-        def pace(key: str) -> bool:
-            if os.path.exists(str(slow_flag)):
-                time.sleep(SLEEP_PER_ROW_S)
-            return True
+        from pyspark.sql import functions as F
 
-        pace_udf = F.udf(pace, BooleanType()).asNondeterministic()
-
-        def running_stateful_tasks() -> list[tuple[str, int, int]]:
-            """(executor id, stage id, partition) of the running tasks of the stateful stage,
-            the stage with one task per shuffle partition (2)."""
-            tracker = sc.statusTracker()
-            store = sc._jsc.sc().statusStore()
-            running = []
-            for stage_id in tracker.getActiveStageIds():
-                info = tracker.getStageInfo(stage_id)
-                if not info or info.numTasks != 2:
-                    continue
-                tasks = store.taskList(stage_id, info.currentAttemptId, 10)
-                for i in range(tasks.size()):
-                    task = tasks.apply(i)
-                    if task.status() == "RUNNING":
-                        running.append((task.executorId(), stage_id, task.index()))
-            return running
-
-        def kill_one_executor_during_stateful_stage() -> None:
-            if not wait_for(running_stateful_tasks, 60, 0.05):
-                report["errors"].append("the stateful stage of the kill batch never ran")
-                return
-            time.sleep(0.6)  # into the tasks, which sleep for seconds
-            running = running_stateful_tasks()
-            processes = executor_processes(app_id)
-            victims = [t for t in running if t[0] in processes]
-            if not victims:
-                report["errors"].append(
-                    f"no running stateful task on a live executor to kill: tasks {running}, "
-                    f"executor processes {processes}"
-                )
-                return
-            executor_id, stage_id, partition = victims[0]
-            os.kill(processes[executor_id], signal.SIGKILL)
-            report["kill"] = {
-                "executor_id": executor_id,
-                "pid": processes[executor_id],
-                "stage_id": stage_id,
-                "partition": partition,
-                "running_stateful_tasks": running,
-                "executor_processes_before_kill": processes,
-            }
-
-        def collect(df, batch_id: int) -> None:
-            killer = None
-            if batch_id == args.kill_batch and report["kill"] is None:
-                slow_flag.touch()
-                killer = threading.Thread(target=kill_one_executor_during_stateful_stage, daemon=True)
-                killer.start()
-            try:
-                rows = sorted([list(r) for r in df.collect()])
-            finally:
-                if killer is not None:
-                    killer.join(90)
-                    slow_flag.unlink(missing_ok=True)
-            previous = report["output_batches"].get(str(batch_id))
-            if previous is not None and previous != rows:
-                report["errors"].append(f"batch {batch_id} delivered twice with different rows")
-            report["output_batches"][str(batch_id)] = rows
-
-        events = (
-            spark.readStream.schema("k string, v long")
-            .option("maxFilesPerTrigger", 1)
-            .json(str(inputs.dirs["events"]))
-        )
-        result = (
-            events.groupBy("k")
-            .agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("total"))
-            .where(pace_udf(F.col("k")))
-        )
+        # Set on the session, not the SparkConf, so the state read-back below can go without it.
+        spark.conf.set(LOCAL_DIR_CONF, str(work_dir / "local-state"))
         query = (
-            result.writeStream.outputMode("update")
-            .option("checkpointLocation", str(work_dir / "checkpoint"))
-            .foreachBatch(collect)
+            spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(args.input))
+            .groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("total"))
+            .writeStream.outputMode("update")
+            .option("checkpointLocation", str(checkpoint))
+            .foreachBatch(write_output)
             .trigger(availableNow=True)
             .start()
         )
         try:
-            finished = query.awaitTermination(args.timeout)
-        except Exception as error:  # the query failed
-            report["errors"].append(f"query failed: {streaming_harness.describe_failure(error)}")
-            finished = True
-        if not finished:
-            report["errors"].append(f"query did not finish within {args.timeout:.0f} s")
-            query.stop()
-        report["query_exception"] = str(query.exception()) if query.exception() else None
+            streaming_harness.await_available_now(query, args.timeout, "the executor-failure query")
+        except AssertionError as error:  # it failed, or did not finish in time (then it was stopped)
+            report["query_exception"] = str(error)
+        report["progress"] = [json.loads(p.json) for p in query.recentProgress]
 
         # The worker relaunches the killed executor; wait for the replacement to register.
-        killed = (report["kill"] or {}).get("executor_id")
-        wait_for(lambda: len([e for e in executor_ids(sc) if e != killed]) >= 2, 60)
+        kill = report["kill"] or {}
+        wait_for(lambda: len([e for e in executor_ids(sc) if e != kill.get("executor_id")]) >= 2, 60)
         report["executors_after"] = executor_ids(sc)
-
-        report["batch_durations_ms"] = {
-            p["batchId"]: p["durationMs"] for p in query.recentProgress
-        }
-        report["recorded_provider"] = streaming_harness.recorded_provider(work_dir / "checkpoint")
+        report["executor_processes_after"] = executor_processes(app_id)
+        if kill:
+            store = checkpoint / "state" / "0" / str(kill["partition"])
+            report["changelogs_after"] = {name: (store / name).stat().st_mtime
+                                          for name in store_files(kill["partition"])[1]}
+        report["recorded_provider"] = streaming_harness.recorded_provider(checkpoint)
+        if report["query_exception"] is None:
+            spark.conf.unset(LOCAL_DIR_CONF)
+            state = spark.read.format("statestore").load(str(checkpoint))
+            # The value struct is the aggregation buffer (count, sum).
+            state.select("key.k", "value.*").toDF("k", "n", "total").write.parquet(str(work_dir / "state-dump"))
     except Exception as error:
         report["errors"].append(f"{type(error).__name__}: {streaming_harness.describe_failure(error)}")
     finally:
+        report["job_seconds"] = round(time.monotonic() - started, 1)
         args.result.write_text(json.dumps(report, indent=1, default=str))
         spark.stop()
     return 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 import re
@@ -372,6 +373,8 @@ def assert_same_output(reference: RunOutput, candidate: RunOutput, case_name: st
 
 CHANGELOG = re.compile(r"^(\d+)(?:_([0-9a-fA-F-]+))?\.txlog$")
 SNAPSHOT = re.compile(r"^(\d+)_([0-9a-fA-F-]+)\.snapshot$")
+# An early-commit segment: the k-th spill of an open version's attempt (changelog id).
+SEGMENT = re.compile(r"^(\d+)_([0-9a-fA-F-]+)-(\d+)\.txseg$")
 
 
 @dataclass
@@ -462,3 +465,37 @@ def describe_listing(stores: list[StoreFiles]) -> str:
         f"{len(s.stored)} stored files"
         for s in stores
     )
+
+
+def version_files(directory: Path, version: int) -> tuple[list[str], list[str]]:
+    """The early-commit segments and the changelogs of `version` in one store directory, by name
+    (the segments of every attempt; both lists are empty while the directory does not exist)."""
+    segments, changelogs = [], []
+    try:
+        names = sorted(p.name for p in directory.iterdir())
+    except FileNotFoundError:
+        return [], []
+    for name in names:
+        if (m := SEGMENT.match(name)) and int(m.group(1)) == version:
+            segments.append(name)
+        elif (m := CHANGELOG.match(name)) and int(m.group(1)) == version:
+            changelogs.append(name)
+    return segments, changelogs
+
+
+# --------------------------------------------------------------------------------------------
+# A stable txstate.localDir
+
+
+def held_locks(local_dir: Path) -> list[Path]:
+    """The store lock files under local_dir that some process (a Spark JVM) still holds."""
+    held = []
+    for lock_file in local_dir.rglob("*.lock"):
+        with lock_file.open("a") as f:
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                held.append(lock_file)
+            else:
+                fcntl.lockf(f, fcntl.LOCK_UN)
+    return held

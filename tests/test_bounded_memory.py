@@ -24,12 +24,7 @@ the shared local session. Every expectation is computed here from the input, wit
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -47,8 +42,8 @@ from bounded_memory_job import (
     write_parquet,
     write_parquet_file,
 )
-from streaming_harness import PROVIDER_CLASS_CONF, describe_failure, session_conf
-from test_executor_failure import log_excerpt
+from cluster_tasks import log_excerpt, run_job_script
+from streaming_harness import PROVIDER_CLASS_CONF, describe_failure, held_locks, session_conf
 
 TESTS_DIR = Path(__file__).resolve().parent
 JOB = TESTS_DIR / "bounded_memory_job.py"
@@ -67,26 +62,8 @@ HUGE_QUERY_TIMEOUT_S = 900  # one run takes 2-7 minutes on two busy cores
 def run_job(mode: str, work_dir: Path, jar: Path, provider: str, args: list[str], timeout_s: float
             ) -> tuple[dict, str]:
     """Runs bounded_memory_job.py in its own process group; returns its report and its log."""
-    work_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, TXSTATE_SPARK_JAR=str(jar), PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable)
-    result = work_dir / "result.json"
-    log_path = work_dir / "job.log"
-    command = [sys.executable, str(JOB), mode, "--work-dir", str(work_dir), "--result", str(result),
-               "--provider", provider, *args]
-    with log_path.open("w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True, cwd=str(TESTS_DIR.parent))
-        try:
-            code = process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
-            pytest.fail(f"bounded_memory_job.py {mode} did not finish within {timeout_s:.0f} s:\n"
-                        f"{log_excerpt(log_path.read_text())}")
-    text = log_path.read_text()
-    assert code == 0 and result.is_file(), f"the {mode} job exited with {code}:\n{log_excerpt(text)}"
-    return json.loads(result.read_text()), text
+    return run_job_script(JOB, [mode, "--work-dir", str(work_dir), "--provider", provider, *args],
+                          work_dir, jar, timeout_s, what=f"bounded_memory_job.py {mode}")
 
 
 def batch_progress(report_or_progress, batch_id: int) -> dict:
@@ -129,20 +106,6 @@ def batch_summaries(batches) -> dict[str, dict]:
         summaries[str(b)] = {"rows": int(touched.sum()), "n": int(state["n"][touched].sum()),
                              "total": int(state["total"][touched].sum())}
     return summaries
-
-
-def held_locks(local_dir: Path) -> list[Path]:
-    """The store lock files under local_dir that some provider still holds."""
-    held = []
-    for lock_file in local_dir.rglob("*.lock"):
-        with lock_file.open("a") as f:
-            try:
-                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                held.append(lock_file)
-            else:
-                fcntl.lockf(f, fcntl.LOCK_UN)
-    return held
 
 
 def mib(n: float) -> str:

@@ -1,111 +1,147 @@
-"""A streaming aggregation survives losing an executor JVM mid-batch, with exact results.
+"""A streaming aggregation survives losing an executor JVM in the middle of a batch's state writes,
+before its store commits, with exact results.
 
 The job runs in its own process (executor_failure_job.py) on `local-cluster[2,1,1024]`, so its
-executors are real JVM processes: one of them is SIGKILLed while the stateful tasks of a batch run.
-Spark retries the lost tasks on the surviving executor (and re-runs the lost shuffle output), the
-standalone worker launches a replacement executor, and the state stores of the killed executor are
-rebuilt from the checkpoint. Every batch's output must still be exactly the running counts computed
-here from the input.
+executors are real JVM processes. With `txstate.maxUncommittedBytes=1m` the stateful task of the
+kill batch writes its store's uncommitted changes to the checkpoint in early-commit segments
+(`<v>_<id>-<k>.txseg`) well before it commits the version (`<v>.txlog`); the job SIGKILLs the
+executor of such a task once its store has written a couple of segments and no changelog of the
+version. Spark retries the lost task (and re-runs the lost shuffle output), the retry reopens the
+local store the killed JVM left (a stable `txstate.localDir`), and the batch commits once.
+
+What would break a provider that commits partial data: if the killed attempt's writes counted as
+committed (the changelog of the version written early, or the killed attempt's segments or local
+writes kept under the retry's commit), the keys that attempt wrote would be counted twice (the
+retry reads the key's running count and adds the batch to it) or the checkpoint would hold a
+version the retry did not write. So every batch's output rows must be exactly the running counts
+computed here from the input, the final state read back from the checkpoint by a fresh provider
+must be exactly the totals, and the version's only changelog must have been written after the kill.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+import pyarrow.parquet as pq
+
+from cluster_tasks import log_excerpt, run_job_script
+from streaming_harness import InputFiles
 
 TESTS_DIR = Path(__file__).resolve().parent
 JOB = TESTS_DIR / "executor_failure_job.py"
-JOB_TIMEOUT_S = 420  # the job itself takes about 90 s on two cores
-BATCHES = 8
-KILL_BATCH = 3
+JOB_TIMEOUT_S = 480  # the job itself takes about a minute on two quiet cores
+QUERY_TIMEOUT_S = 360
+
+OLD_KEYS = 20_000
+NEW_KEYS = 150_000
+KILL_BATCH = 1
+# Segments of the killed store's version at the kill: written (so the attempt had made real
+# progress into the version) with many more to go before the commit.
+KILL_AFTER_SEGMENTS = 2
 
 
-def expected_updates(input_batches: list[list[dict]]) -> list[list[list]]:
-    """Per batch, the update-mode rows [k, count, sum] for the keys that batch touched."""
-    totals: dict[str, tuple[int, int]] = {}
-    expected = []
-    for rows in input_batches:
+def input_batches() -> list[list[dict]]:
+    """Batch 0 creates OLD_KEYS keys; batch 1 (the kill batch) creates NEW_KEYS more and updates
+    every old key, in a scrambled order; batch 2 updates every third key and adds a few new ones."""
+    old = list(range(OLD_KEYS))
+    new = list(range(OLD_KEYS, OLD_KEYS + NEW_KEYS))
+    kill_batch = [(k * 7919) % (OLD_KEYS + NEW_KEYS) for k in range(OLD_KEYS + NEW_KEYS)]  # a permutation
+    assert sorted(kill_batch) == old + new
+    after = list(range(0, OLD_KEYS + NEW_KEYS, 3)) + list(range(OLD_KEYS + NEW_KEYS, OLD_KEYS + NEW_KEYS + 100))
+    return [
+        [{"k": k, "v": 2 * k} for k in old],
+        [{"k": k, "v": k % 1000 - 300} for k in kill_batch],
+        [{"k": k, "v": -k} for k in after],
+    ]
+
+
+def expected_updates(batches: list[list[dict]]) -> tuple[list[dict[int, tuple]], dict[int, tuple]]:
+    """Per batch, the update-mode rows k -> (count, sum) of the keys it touched; and the final state."""
+    totals: dict[int, tuple[int, int]] = {}
+    per_batch = []
+    for rows in batches:
         for row in rows:
             n, s = totals.get(row["k"], (0, 0))
             totals[row["k"]] = (n + 1, s + row["v"])
-        touched = sorted({row["k"] for row in rows})
-        expected.append([[k, *totals[k]] for k in touched])
-    return expected
+        per_batch.append({row["k"]: totals[row["k"]] for row in rows})
+    return per_batch, totals
 
 
-def log_excerpt(log: str, limit: int = 60) -> str:
-    lines = [l for l in log.splitlines() if any(w in l for w in ("ERROR", "Exception", "Caused by", "Error:"))]
-    return "\n".join(lines[:limit])
+def read_rows(directory: Path) -> dict[int, tuple]:
+    """The (k, n, total) rows of a parquet directory as k -> (n, total); duplicate keys fail."""
+    table = pq.read_table(directory)
+    ks, ns, totals = (table.column(c).to_pylist() for c in ("k", "n", "total"))
+    rows = dict(zip(ks, zip(ns, totals)))
+    assert len(rows) == len(ks), f"{directory}: {len(ks) - len(rows)} keys appear more than once"
+    return rows
 
 
-def run_job(work_dir: Path, provider: str, jar: Path) -> tuple[dict, str]:
-    env = dict(os.environ)
-    env["TXSTATE_SPARK_JAR"] = str(jar)
-    env["PYSPARK_PYTHON"] = sys.executable
-    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    result = work_dir / "result.json"
-    log_path = work_dir / "job.log"
-    command = [
-        sys.executable, str(JOB), "--work-dir", str(work_dir), "--result", str(result),
-        "--provider", provider, "--batches", str(BATCHES), "--kill-batch", str(KILL_BATCH),
-        "--timeout", "240",
-    ]
-    with log_path.open("w") as log:
-        # Own process group: on a timeout the driver JVM and its executors all go with it.
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True, cwd=str(TESTS_DIR.parent))
-        try:
-            code = process.wait(timeout=JOB_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
-            pytest.fail(f"the executor-failure job did not finish within {JOB_TIMEOUT_S} s:\n"
-                        f"{log_excerpt(log_path.read_text())}")
-    text = log_path.read_text()
-    assert code == 0 and result.is_file(), f"the job exited with {code}:\n{log_excerpt(text)}"
-    return json.loads(result.read_text()), text
+def differences(got: dict[int, tuple], want: dict[int, tuple]) -> list[str]:
+    missing = sorted(set(want) - set(got))
+    extra = sorted(set(got) - set(want))
+    wrong = sorted(k for k in set(want) & set(got) if got[k] != want[k])
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} keys missing, e.g. {missing[:5]}")
+    if extra:
+        problems.append(f"{len(extra)} unexpected keys, e.g. {extra[:5]}")
+    if wrong:
+        problems.append(f"{len(wrong)} keys with wrong (count, sum) (key, got, expected): "
+                        f"{[(k, got[k], want[k]) for k in wrong[:5]]}")
+    return problems
 
 
-def test_aggregation_survives_a_killed_executor_with_exact_counts(
+def test_an_executor_killed_before_its_store_commits_leaves_exact_counts(
     work_dir, plugin_jar, candidate_provider
 ):
-    report, log = run_job(work_dir, candidate_provider, plugin_jar)
+    batches = input_batches()
+    inputs = InputFiles(work_dir / "input", ["events"])
+    for index, rows in enumerate(batches):
+        inputs.write_batch(index, {"events": rows})
+    report, log = run_job_script(
+        JOB, ["--input", str(inputs.dirs["events"]), "--work-dir", str(work_dir / "job"),
+              "--provider", candidate_provider, "--kill-batch", str(KILL_BATCH),
+              "--kill-after-segments", str(KILL_AFTER_SEGMENTS), "--max-bytes", "1m",
+              "--timeout", str(QUERY_TIMEOUT_S)],
+        work_dir / "job", plugin_jar, JOB_TIMEOUT_S)
     context = f"\njob log excerpt:\n{log_excerpt(log)}"
+    kill = report["kill"]
+    print(f"\nkill: {kill}; job {report['job_seconds']} s")
 
     assert not report["errors"], f"{report['errors']}{context}"
     assert report["query_exception"] is None, f"{report['query_exception']}{context}"
     assert report["recorded_provider"] == candidate_provider
 
-    kill = report["kill"]
+    # The kill came in the middle of the version's writes, before the store committed it.
     assert kill is not None, f"no executor was killed{context}"
-    # The kill hit tasks that were running: Spark saw them lost with the executor.
-    assert f"ExecutorLostFailure (executor {kill['executor_id']} exited" in log, (
-        f"executor {kill['executor_id']} was killed but no running task was lost with it{context}"
-    )
-    replacements = set(report["executors_after"]) - set(report["executors_before"])
-    assert replacements, f"no replacement executor registered: {report['executors_after']}"
-    assert kill["executor_id"] not in report["executors_after"]
+    assert len(kill["segments_at_kill"]) >= KILL_AFTER_SEGMENTS, kill
+    assert not kill["changelogs_at_kill"], (
+        f"the killed task's store had committed version {report['version']} before the kill: {kill}")
+    assert not kill["batch_committed_at_kill"], f"batch {KILL_BATCH} had committed before the kill: {kill}"
+    # The version's changelog was written afterwards, by the retry.
+    assert report["changelogs_after"] and all(
+        mtime > kill["killed_at"] for mtime in report["changelogs_after"].values()), (
+        f"changelogs of version {report['version']} after the query {report['changelogs_after']}, "
+        f"the kill at {kill['killed_at']}")
 
-    expected = expected_updates(report["input_batches"])
-    emitted = report["output_batches"]
-    assert sorted(map(int, emitted)) == list(range(BATCHES)), sorted(emitted)
-    for batch_id, want in enumerate(expected):
-        assert emitted[str(batch_id)] == want, (
-            f"batch {batch_id} (killed during batch {KILL_BATCH}): expected {want}, "
-            f"got {emitted[str(batch_id)]}"
-        )
-    final: dict[str, list] = {}
-    for batch_id in range(BATCHES):
-        for k, n, total in emitted[str(batch_id)]:
-            final[k] = [n, total]
-    all_rows = [row for rows in report["input_batches"] for row in rows]
-    assert final == {
-        k: [sum(1 for r in all_rows if r["k"] == k), sum(r["v"] for r in all_rows if r["k"] == k)]
-        for k in {r["k"] for r in all_rows}
-    }
+    # The executor really died, and the running stateful task went with it.
+    assert kill["died"], f"executor {kill['executor_id']} (pid {kill['pid']}) was still alive after SIGKILL"
+    assert kill["executor_id"] not in report["executors_after"], report["executors_after"]
+    assert kill["pid"] not in report["executor_processes_after"].values(), report["executor_processes_after"]
+    assert f"ExecutorLostFailure (executor {kill['executor_id']} exited" in log, (
+        f"executor {kill['executor_id']} was killed but no running task was lost with it{context}")
+
+    kill_progress = [p for p in report["progress"] if p["batchId"] == KILL_BATCH and p.get("stateOperators")]
+    print(f"kill batch state metrics: {[op.get('customMetrics') for op in kill_progress[-1]['stateOperators']]}"
+          if kill_progress else "no progress of the kill batch")
+
+    # Every batch's output, and the state rebuilt from the checkpoint, are exact.
+    want_batches, want_state = expected_updates(batches)
+    output = work_dir / "job" / "output"
+    assert sorted(p.name for p in output.iterdir()) == [f"batch-{b:03d}" for b in range(len(batches))], (
+        sorted(p.name for p in output.iterdir()))
+    for batch_id, want in enumerate(want_batches):
+        problems = differences(read_rows(output / f"batch-{batch_id:03d}"), want)
+        assert not problems, f"batch {batch_id} (the kill came in batch {KILL_BATCH}): " + "; ".join(problems)
+    problems = differences(read_rows(work_dir / "job" / "state-dump"), want_state)
+    assert not problems, "the final state read back from the checkpoint: " + "; ".join(problems)

@@ -13,7 +13,6 @@ Checkpoint layout of one store (`<checkpoint>/state/<operator>/<partition>[/<sto
 
 from __future__ import annotations
 
-import fcntl
 import json
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from streaming_harness import (
     StreamCase,
     custom_metric,
     describe_listing,
+    held_locks,
     run_case,
     wait_for_quiet_checkpoint,
 )
@@ -239,20 +239,6 @@ def test_a_damaged_newest_snapshot_is_skipped_and_the_restart_stays_exact(
 
 # --------------------------------------------------------------------------------------------
 # A stable local directory
-
-
-def held_locks(local_dir: Path) -> list[Path]:
-    """The store lock files under local_dir that some process (the Spark JVM) still holds."""
-    held = []
-    for lock_file in local_dir.rglob("*.lock"):
-        with lock_file.open("a") as f:
-            try:
-                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                held.append(lock_file)
-            else:
-                fcntl.lockf(f, fcntl.LOCK_UN)
-    return held
 
 
 def wait_for_released_locks(local_dir: Path, timeout_s: float = UNLOAD_TIMEOUT_S) -> None:
