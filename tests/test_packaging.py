@@ -135,6 +135,8 @@ def test_wheel_bundles_the_built_jar_and_typing_marker() -> None:
     for module in ("__init__", "__main__", "demo", "jar", "session", "settings", "submit", "_version"):
         assert f"txstate_spark/{module}.py" in names
     assert "txstate_spark/py.typed" in names
+    for module in ("__init__", "bounds", "conversion", "gateway", "queries", "request", "results", "store"):
+        assert f"txstate_spark/query/{module}.py" in names, f"the wheel lacks txstate_spark.query.{module}"
     assert sha256(bundled) == sha256(built_jar().read_bytes()), (
         f"the jar in {WHEEL.name} differs from {JAR}: the wheel is stale, run `make wheel`"
     )

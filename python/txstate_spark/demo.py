@@ -9,6 +9,11 @@ update mode: two stateful operators, both kept in the state store. It runs in tw
    files. Their events include re-deliveries of part-1 events and more of the same words, so the
    final counts are right only if both operators recovered their state from the checkpoint.
 
+While the stream runs, each micro-batch also asks the count operator's state store directly with
+interactive queries (``txstate_spark.query``): a multi-key lookup of a few words, which must equal
+the counts streamed so far and come from the batch being processed; after the end, a paged scan
+reads the stopped query's state from the checkpoint files.
+
 It prints each micro-batch's state operator metrics, checks the final counts against counts computed
 here in Python, and shows the provider class recorded in the checkpoint. Exit status 0 means every
 check passed. Needs only a JDK and pyspark; runs in about a minute.
@@ -110,8 +115,56 @@ def start_session(provider_class: str, log4j_file: Path) -> "SparkSession":
     return builder.getOrCreate()
 
 
-def run_query(spark: "SparkSession", input_dir: Path, checkpoint: Path, latest: Dict[str, int]) -> List[Dict[str, Any]]:
-    """Run the dedupe + count query over all new files (one file per micro-batch); return its progress."""
+_QUERIED_WORDS = ["spark", "state", "commit"]
+
+
+def query_state(spark: "SparkSession", checkpoint: Path, batch_id: int, latest: Dict[str, int],
+                problems: List[str]) -> None:
+    """Interactive queries while the stream runs: look a few words up in the count operator's store.
+
+    Called from foreachBatch after the batch's rows were collected, so every partition of the store
+    has committed this batch: the answer must be the counts streamed so far, at this batch.
+    """
+    from txstate_spark.query import MultiKeyQuery, StateQueryRequest
+
+    request = (StateQueryRequest.in_store(str(checkpoint), operator="stateStoreSave")
+               .with_query(MultiKeyQuery.with_keys([{"word": w} for w in _QUERIED_WORDS])))
+    result = request.execute(spark)
+    found: Dict[str, int] = {}
+    for answer in result.partition_results.values():
+        for word, value in zip(_QUERIED_WORDS, answer.result):  # raises if a partition failed
+            if value is not None:
+                found[word] = value["count"]
+    batches = sorted({r.position.batch_id for r in result.partition_results.values()})
+    expected = {w: latest[w] for w in _QUERIED_WORDS if w in latest}
+    print(f"    interactive query at batch {batch_id}: {found} (partitions answered from batch(es) {batches})")
+    if found != expected or batches != [batch_id]:
+        problems.append(f"batch {batch_id}: the state store said {found} at batches {batches}, "
+                        f"the stream {expected} at batch {batch_id}")
+
+
+def scan_checkpoint(spark: "SparkSession", checkpoint: Path) -> Dict[str, int]:
+    """After the query stopped: every word's count, read page by page from the checkpoint files."""
+    from txstate_spark.query import ScanQuery, StateQueryRequest
+
+    request = (StateQueryRequest.in_store(str(checkpoint), operator="stateStoreSave")
+               .with_query(ScanQuery.all().with_limit(5)).allow_checkpoint_reads())
+    counts: Dict[str, int] = {}
+    pages = 0
+    for page in request.pages(spark):
+        pages += 1
+        counts.update((row.key["word"], row.value["count"]) for row in page.rows())
+        position = page.position
+    print(f"  scan of the stopped query's state from its checkpoint: {len(counts)} words in {pages} pages "
+          f"(limit 5 per partition), at batch {position.batch_id}")
+    return counts
+
+
+def run_query(spark: "SparkSession", input_dir: Path, checkpoint: Path, latest: Dict[str, int],
+              problems: List[str], interactive: bool) -> List[Dict[str, Any]]:
+    """Run the dedupe + count query over all new files (one file per micro-batch); return its progress.
+
+    With ``interactive``, each batch also queries the count operator's state store (query_state)."""
     events = (
         spark.readStream.schema("event_id LONG, word STRING")
         .option("maxFilesPerTrigger", 1)
@@ -122,6 +175,8 @@ def run_query(spark: "SparkSession", input_dir: Path, checkpoint: Path, latest: 
     def collect(batch: "DataFrame", batch_id: int) -> None:
         for row in batch.collect():
             latest[row["word"]] = row["count"]
+        if interactive:
+            query_state(spark, checkpoint, batch_id, latest, problems)
 
     query = (
         counts.writeStream.queryName("txstate_demo")
@@ -191,32 +246,40 @@ def main(argv: Optional[Sequence[str]] = None, provider_class: str = PROVIDER_CL
         rng = random.Random(892)
         delivered: List[Event] = []
         latest: Dict[str, int] = {}
+        problems: List[str] = []
+        interactive = provider_class == PROVIDER_CLASS  # interactive queries are txstate's own
         first, second = _FILES_PER_RUN
         write_files(input_dir, 0, generate_files(first, 0, rng, delivered))
 
         print(f"txstate-spark demo: provider {provider_class}, work dir {work}")
         print(f"part 1: new session, {first} micro-batches (dropDuplicates + groupBy().count(), update mode)")
         spark = start_session(provider_class, log4j_file)
-        print_progress(run_query(spark, input_dir, checkpoint, latest))
+        print_progress(run_query(spark, input_dir, checkpoint, latest, problems, interactive))
         spark.stop()
 
         write_files(input_dir, first, generate_files(second, len(delivered), rng, delivered))
         print(f"part 2: session stopped; a new session restarts the query from the same checkpoint, "
               f"{second} more micro-batches")
         spark = start_session(provider_class, log4j_file)
-        print_progress(run_query(spark, input_dir, checkpoint, latest))
+        print_progress(run_query(spark, input_dir, checkpoint, latest, problems, interactive))
         in_session = spark.conf.get(PROVIDER_CLASS_KEY)
+        expected = dict(Counter(word for _, word in delivered))
+        if interactive:
+            scanned = scan_checkpoint(spark, checkpoint)
+            if scanned != expected:
+                problems.append(f"the checkpoint scan found {scanned}, expected {expected}")
         spark.stop()
 
-        expected = dict(Counter(word for _, word in delivered))
         recorded = provider_in_checkpoint(checkpoint)
-        counts_ok = latest == expected
+        counts_ok = latest == expected and not problems
         provider_ok = recorded == provider_class == in_session
         print("summary:")
         print(f"  distinct events {len(delivered)}, words {len(expected)}; counts after the restart "
               f"{'match' if counts_ok else 'DO NOT match'} the counts computed in Python "
               f"(re-delivered part-1 events were dropped and counts continued across the restart)")
-        if not counts_ok:
+        for problem in problems:
+            print(f"  interactive queries DO NOT match the stream: {problem}")
+        if latest != expected:
             wrong = {w: (latest.get(w), expected.get(w)) for w in sorted(set(latest) | set(expected))
                      if latest.get(w) != expected.get(w)}
             print(f"  word: (streamed, expected) where they differ: {wrong}")

@@ -11,3 +11,14 @@ class TxStateJarNotFoundError(TxStateError, FileNotFoundError):
 
 class TxStateConfigurationError(TxStateError, RuntimeError):
     """The provider cannot be configured from here (a JVM already running, Spark Connect, bad option)."""
+
+
+class StateQueryError(TxStateError, ValueError):
+    """An interactive query could not be made or read (see :mod:`txstate_spark.query`).
+
+    Raised for a key that does not fit the store's key schema, an unknown checkpoint, operator or
+    store (the JVM's ``[TXSTATE_QUERY_...]`` errors, message kept), reading ``result`` of a failed
+    partition (the message then starts with the partition's failure reason), or an unsupported
+    session (Spark Connect). Partition failures themselves are results, not exceptions: see
+    ``QueryResult.is_success`` and ``QueryResult.failure_reason``.
+    """

@@ -18,7 +18,8 @@ import txstate.spark.{LiveStores, RowCodec}
 
 /**
  * Runs a request on the driver (DESIGN §5):
- *  1. resolve the store set from the checkpoint files and the query against its schema;
+ *  1. resolve the store set from the checkpoint files and the query against its schema; key
+ *     lookups without explicit partitions go to the partitions owning the keys first;
  *  2. partitions whose store this JVM holds (local mode: all of them) answer in place;
  *  3. partitions the state store coordinator places on an executor answer in one small Spark
  *     job whose tasks prefer those executors (a task that lands elsewhere finds no store, and
@@ -36,10 +37,53 @@ object StateQueryExecutor {
     lazy val hadoopConf = spark.sessionState.newHadoopConf()
     val store = request.store
     val description = StoreLocator.describe(store.checkpoint, store.operator, store.storeName, hadoopConf)
-    val requested = request.partitions.getOrElse(0 until description.numPartitions)
+    val all = 0 until description.numPartitions
+    val runId = store.runId.filter(isRunning(spark, _)).orElse(runningQueryOn(spark, description.checkpoint))
+    def answer(partitions: Seq[Int]) = {
+      val results = answerPartitions(spark, description, query, partitions, request, runId, hadoopConf)
+      assemble(description, query, request, results, hadoopConf)
+    }
+    request.partitions match {
+      case Some(requested) => answer(requested)
+      case None =>
+        // Key lookups first ask the partitions that own the keys by Spark's hash partitioning; every
+        // partition only when that does not find them all (stores not placed by their whole key).
+        owners(query, description) match {
+          case Some(first) =>
+            val routed = answer(first)
+            if (foundEveryKey(routed)) routed else answer(all)
+          case None => answer(all)
+        }
+    }
+  }
+
+  private def owners(query: StateQuery, d: StoreDescription): Option[Seq[Int]] = query match {
+    case _: KeyQuery | _: MultiKeyQuery =>
+      QueryResolver.resolve(query, d.schema, Seq(0)).get(0).collect {
+        case ResolvedQuery.Get(keys, _) => keys.map(KeyOwners.owner(_, d.schema.keySchema, d.numPartitions)).distinct.sorted
+      }
+    case _ => None
+  }
+
+  private def foundEveryKey(result: StateQueryResult): Boolean = {
+    val answers = result.partitionResults.values.map(_.outcome).toSeq
+    answers.forall(_.isRight) && (answers.flatMap(_.toOption) match {
+      case values if values.isEmpty => false
+      case values =>
+        val found = values.map {
+          case QueryAnswer.Value(v) => Seq(v.isDefined)
+          case QueryAnswer.Values(vs) => vs.map(_.isDefined)
+          case _ => Seq(false)
+        }
+        found.transpose.forall(_.contains(true))
+    })
+  }
+
+  private def answerPartitions(spark: SparkSession, description: StoreDescription, query: StateQuery,
+      requested: Seq[Int], request: StateQueryRequest, runId: Option[UUID], hadoopConf: => Configuration)
+      : Seq[RawPartitionResult] = {
     val (existing, missing) = requested.partition(p => p >= 0 && p < description.numPartitions)
     val resolved = QueryResolver.resolve(query, description.schema, existing)
-    val runId = store.runId.filter(isRunning(spark, _)).orElse(runningQueryOn(spark, description.checkpoint))
 
     val local = existing.flatMap(p => runId.flatMap(id => answerHere(description, p, resolved(p), request.bound, id)))
     val remote = runId.fold(Seq.empty[RawPartitionResult])(id =>
@@ -52,8 +96,7 @@ object StateQueryExecutor {
       Left(QueryFailure(FailureReason.DoesNotExist,
         s"store '${description.storeName}' of operator ${description.operatorId} has partitions " +
           s"0 to ${description.numPartitions - 1}, not $p")), None, "driver", 0L))
-
-    assemble(description, query, request, (answered.values ++ unloaded ++ doesNotExist).toSeq, hadoopConf)
+    (answered.values ++ unloaded ++ doesNotExist).toSeq
   }
 
   // ---- where each partition answers ---------------------------------------------------------

@@ -1,0 +1,57 @@
+"""Interactive queries (IQv2 / KIP-796 style): read a streaming query's state while it runs.
+
+    from txstate_spark.query import StateQueryRequest, KeyQuery, PositionBound
+
+    req = (StateQueryRequest.in_store(streaming_query, operator=0, store="default")
+           .with_query(KeyQuery.with_key({"word": "spark"}))
+           .with_position_bound(PositionBound.at_least_batch(3))
+           .enable_execution_info())
+    res = req.execute(spark)
+    res.only_partition_result().result      # the value as a Row, or None
+    res.position.batch_id
+
+Queries read the last committed version of each partition's store (READ_COMMITTED): in local mode
+on the driver, on a cluster on the executor that holds the store, and, with
+``allow_checkpoint_reads()``, from the checkpoint files when no running query holds it. The JVM side
+is ``txstate.spark.query.PythonQueryGateway``; the protocol is in docs/query-protocol.md. Needs
+classic (py4j) pyspark: Spark Connect sessions are refused with a :class:`StateQueryError`.
+"""
+
+from txstate_spark.errors import StateQueryError
+from txstate_spark.query.bounds import Position, PositionBound
+from txstate_spark.query.queries import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    KeyQuery,
+    MultiKeyQuery,
+    Page,
+    PagedQuery,
+    PrefixQuery,
+    Query,
+    RangeQuery,
+    ScanQuery,
+)
+from txstate_spark.query.request import StateQueryRequest
+from txstate_spark.query.results import FailureReason, QueryResult, StateQueryResult
+from txstate_spark.query.store import StoreDescription
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "FailureReason",
+    "KeyQuery",
+    "MultiKeyQuery",
+    "Page",
+    "PagedQuery",
+    "Position",
+    "PositionBound",
+    "PrefixQuery",
+    "Query",
+    "QueryResult",
+    "RangeQuery",
+    "ScanQuery",
+    "StateQueryError",
+    "StateQueryRequest",
+    "StateQueryResult",
+    "StoreDescription",
+]
