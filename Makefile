@@ -20,7 +20,8 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo test test-jvm test-python jar wheel venv bench bench-quick clean
+.PHONY: demo test test-jvm test-python jar wheel venv bench bench-quick clean \
+	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt
@@ -52,13 +53,39 @@ test-jvm: $(VENV)/.installed
 test-python: $(JAR) $(WHEEL)
 	$(VPY) -m pytest tests
 
-# Store-level benchmark: txstate vs Spark's built-in providers and raw rocksdbjni, one JVM run.
-# Prints a markdown table and writes bench/results/store-<timestamp>.md.
-bench-quick: $(JAR)
+# Benchmarks: txstate vs Spark's built-in providers, measured in the same run. Each prints a markdown
+# table with the command that reproduces it and writes bench/results/<kind>-<timestamp>.md (+ .json).
+#   store      StateStoreProvider API in one JVM, plus raw rocksdbjni (Scala, bench/src)
+#   streaming  aggregation, dropDuplicates, stream-stream join on local[2] (bench/streaming_bench.py)
+#   memory     peak executor RSS of one huge batch on local-cluster (bench/memory_bench.py)
+#   plots      docs/bench/*.png from the newest results (installs bench/requirements.txt on demand)
+bench-quick: bench-store-quick bench-streaming-quick bench-memory-quick bench-plots
+bench: bench-store bench-streaming bench-memory bench-plots
+
+bench-store-quick: $(JAR)
 	$(SBT) "bench/runMain txstate.bench.StoreBench --quick"
 
-bench: $(JAR)
+bench-store: $(JAR)
 	$(SBT) "bench/runMain txstate.bench.StoreBench --full"
+
+bench-streaming-quick: $(JAR)
+	$(VPY) bench/streaming_bench.py --quick
+
+bench-streaming: $(JAR)
+	$(VPY) bench/streaming_bench.py
+
+bench-memory-quick: $(JAR)
+	$(VPY) bench/memory_bench.py --quick
+
+bench-memory: $(JAR)
+	$(VPY) bench/memory_bench.py
+
+$(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
+	$(VPY) -m pip install --quiet -r bench/requirements.txt
+	touch $@
+
+bench-plots: $(VENV)/.bench-installed
+	$(VPY) bench/plots.py
 
 clean:
 	rm -rf target project/target project/project dist python/build python/txstate_spark/jars
