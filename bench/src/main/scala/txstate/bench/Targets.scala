@@ -1,0 +1,30 @@
+package txstate.bench
+
+/**
+ * Issue 7's store-level targets, checked against the ratios of the same run. Each line says the
+ * target, the measured ratio and whether it is met, so a miss is as visible as a success.
+ */
+object Targets {
+  private final case class Target(what: String, measured: Option[Double], met: Double => Boolean, shown: Double => String)
+
+  def render(ok: Seq[PeerSummary]): Option[String] =
+    ok.find(_.name == Peers.txstate.name).map { tx =>
+      def peer(name: String) = ok.find(_.name == name)
+      def faster(p: PeerSummary) = tx.updatesPerSec / p.updatesPerSec
+      val targets = Seq(
+        Target("updates/s ≥ 5× Spark RocksDB (changelog on)", peer(Peers.rocksChangelog.name).map(faster), _ >= 5, Report.ratio(_, 1)),
+        Target("updates/s ≥ 1× Spark HDFS-backed", peer(Peers.hdfs.name).map(faster), _ >= 1, Report.ratio(_, 1)),
+        Target("updates/s ≥ 0.8× the raw rocksdbjni limit", peer("raw").map(faster), _ >= 0.8, Report.ratio(_, 1)),
+        Target("abort then re-run open ≤ 1/100 of Spark RocksDB (changelog on)",
+          peer(Peers.rocksChangelog.name).map(p => tx.abortReopenMs / p.abortReopenMs), _ <= 0.01, Report.ratio(_, 1)),
+        Target("warm reopen ≥ 20× faster than Spark RocksDB's (changelog on) reload",
+          peer(Peers.rocksChangelog.name).map(p => p.coldReopenMs / tx.warmReopenMs), _ >= 20, x => Report.ratio(x, 1) + " faster"))
+      val lines = targets.map { t =>
+        t.measured.filterNot(_.isNaN) match {
+          case Some(x) => s"- ${t.what}: ${t.shown(x)} — ${if (t.met(x)) "met" else "MISSED"}"
+          case None => s"- ${t.what}: not measured in this run"
+        }
+      }
+      "## Issue 7 targets (store level)\n\n" + lines.mkString("\n") + "\n"
+    }
+}
