@@ -13,7 +13,7 @@ import org.rocksdb._
  * The physical limit: the same get + put workload straight against rocksdbjni with the cheapest
  * reasonable buffer (a HashMap overlay in front of `db.get`; one WriteBatch + `db.write`, WAL off,
  * at commit). Same key and value bytes as the UnsafeRow encoding. RocksDB options mirror txstate's
- * engine (LZ4, 10-bit bloom filter, 8 MiB block cache, 3 x 16 MiB memtables) except for `tuning`,
+ * engine (LZ4, 10-bit bloom filter, and txstate's default block cache and memtable sizes) except for `tuning`,
  * how index and filter blocks are cached: the limit keeps them outside the block cache, because
  * txstate's choice (in the 8 MiB cache, pinned for L0 only) collapses gets from ~100k/s to ~5k/s
  * once ~1M keys sit in one bottom-level file (`--only raw-txstate-options` shows it).
@@ -31,11 +31,12 @@ final class RawRocksLimit(plan: Workload.Plan, changelog: Boolean, tuning: RawRo
     RocksDB.loadLibrary()
     dir.mkdirs()
     Using.Manager { use =>
-      val cache = use(tuning.cache(8L << 20))
+      val engine = _root_.txstate.engine.EngineOptions() // the same sizes as txstate's defaults
+      val cache = use(tuning.cache(engine.blockCacheBytes))
       val bloom = use(new BloomFilter(10, false))
       val table = tuning.table(new BlockBasedTableConfig().setBlockCache(cache).setFilterPolicy(bloom))
       val options = use(new Options().setCreateIfMissing(true).setTableFormatConfig(table)
-        .setWriteBufferSize(16L << 20).setMaxWriteBufferNumber(3).setMaxBackgroundJobs(2)
+        .setWriteBufferSize(engine.writeBufferBytes).setMaxWriteBufferNumber(engine.maxWriteBuffers).setMaxBackgroundJobs(2)
         .setCompressionType(CompressionType.LZ4_COMPRESSION))
       val writeOptions = use(new WriteOptions().setDisableWAL(true))
       val db = use(RocksDB.open(options, new File(dir, "db").getAbsolutePath))

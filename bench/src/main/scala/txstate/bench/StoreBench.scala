@@ -177,7 +177,7 @@ object StoreBench {
       "Warm reopen (local directory kept across provider restarts): TODO, txstate will get " +
         "`spark.sql.streaming.stateStore.txstate.localDir` reuse later; all reopens above are cold.",
     "raw rows: no Spark layer, no abort/reopen path (abort is dropping the HashMap). RocksDB options mirror " +
-      "txstate's engine (LZ4, bloom 10 bits, 8 MiB block cache, 3 x 16 MiB memtables) except that index and filter " +
+      "txstate's engine (LZ4, bloom 10 bits, txstate's default block cache and memtable sizes) except that index and filter " +
       "blocks stay outside the block cache (RocksDB's default): with txstate's setting (in the cache, pinned for L0 " +
       "only) gets collapse to a few thousand per second once ~1M keys reach one bottom-level file " +
       "(`--only raw-txstate-options` reproduces it). The changelog variant also writes every entry to a local file " +

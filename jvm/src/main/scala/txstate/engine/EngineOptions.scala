@@ -11,8 +11,8 @@ package txstate.engine
  */
 final case class EngineOptions(
     blockCacheBytes: Long = 8L << 20,
-    writeBufferBytes: Long = 16L << 20,
-    maxWriteBuffers: Int = 3,
+    writeBufferBytes: Long = 64L << 20,
+    maxWriteBuffers: Int = 2,
     replayChunkBytes: Long = 32L << 20) {
   require(blockCacheBytes > 0, s"blockCacheBytes must be > 0, got $blockCacheBytes")
   require(writeBufferBytes > 0, s"writeBufferBytes must be > 0, got $writeBufferBytes")

@@ -34,8 +34,8 @@ object TxStateConf {
     "snapshotInterval" -> ("versions between snapshots uploaded to the checkpoint " +
       "(default: spark.sql.streaming.stateStore.minDeltasForSnapshot)"),
     "blockCacheSizeMB" -> "RocksDB block cache per store instance, in MiB (default 8)",
-    "writeBufferSizeMB" -> "RocksDB memtable size per store instance, in MiB (default 16)",
-    "maxWriteBufferNumber" -> "RocksDB memtables per store instance before writes wait for a flush (default 3)")
+    "writeBufferSizeMB" -> "RocksDB memtable size per store instance, in MiB (default 64)",
+    "maxWriteBufferNumber" -> "RocksDB memtables per store instance before writes wait for a flush (default 2)")
 
   def from(conf: StateStoreConf): TxStateConf = {
     val ours = conf.sqlConfs.collect { case (k, v) if k.startsWith(prefix) => k.stripPrefix(prefix) -> v.trim }
