@@ -161,6 +161,16 @@ def write_results(kind: str, stamp: str, markdown: str, data: dict) -> tuple[Pat
     return md, js
 
 
+def publish(kind: str, stamp: str, markdown: str, data: dict, problems: Sequence[str]) -> int:
+    """Writes and prints a report, then its problems; the exit status says whether there were any."""
+    md, js = write_results(kind, stamp, markdown, data)
+    print("\n" + markdown)
+    print(f"wrote {md} and {js}")
+    for problem in problems:
+        print(f"ERROR: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def load_warning(loads: Sequence[float]) -> str:
     """A sentence for reports whose machine was busy (other engineers' tests share its cores)."""
     cores = os.cpu_count() or 1

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench_common import (CHANGELOG_CONF, REPO_ROOT, ROCKSDB_CLASS, TXSTATE_CLASS, Spread, fmt_num, fmt_ratio,
                           fmt_spread, load_average, load_warning, machine_facts, ratio, table, timestamp,
-                          write_results)
+                          publish)
 
 import bounded_memory_job  # tests/, put on sys.path by bench_common
 
@@ -232,12 +232,7 @@ def main() -> int:
             "facts": dict(facts),
             "stats": {c: {k: (v.__dict__ if isinstance(v, Spread) else v) for k, v in s.items()}
                       for c, s in stats.items()}}
-    md, js = write_results("memory", stamp, markdown, data)
-    print("\n" + markdown)
-    print(f"wrote {md} and {js}")
-    for problem in problems:
-        print(f"ERROR: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    return publish("memory", stamp, markdown, data, problems)
 
 
 if __name__ == "__main__":

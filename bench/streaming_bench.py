@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench_common import (CHANGELOG_CONF, PROVIDER_CLASS_CONF, STREAMING_PEERS, Peer, Spread, fmt_num,
                           fmt_ratio, fmt_spread, load_average, load_warning, machine_facts, ratio, table,
-                          timestamp, write_results)
+                          timestamp, publish)
 from streaming_data import FULL, QUICK, DataSize, write_inputs
 from streaming_workloads import WORKLOADS, Workload
 
@@ -321,12 +321,7 @@ def report(stamp: str, mode: str, size: DataSize, repetitions: int, peers: list[
             "problems": problems, "facts": dict(facts), "command": command, "runs": runs, "target": TARGET,
             "stats": {w: {p: {k: (v.__dict__ if isinstance(v, Spread) else v) for k, v in s.items()}
                           for p, s in by.items()} for w, by in stats.items()}}
-    md, js = write_results("streaming", stamp, markdown, data)
-    print("\n" + markdown)
-    print(f"wrote {md} and {js}")
-    for problem in problems:
-        print(f"ERROR: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    return publish("streaming", stamp, markdown, data, problems)
 
 
 def rerender(path: Path) -> int:
