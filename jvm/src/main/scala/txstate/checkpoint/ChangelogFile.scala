@@ -1,10 +1,7 @@
 package txstate.checkpoint
 
-import java.io.{BufferedOutputStream, ByteArrayInputStream, DataInputStream, DataOutputStream, EOFException, IOException}
+import java.io.{DataInputStream, DataOutputStream, EOFException, IOException}
 import java.nio.charset.StandardCharsets.US_ASCII
-import java.util.zip.{CRC32C, CheckedOutputStream}
-
-import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
@@ -12,11 +9,8 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
 import txstate.engine.ChangeRecord
 
 /**
- * The durable record of one version: self-describing (magic, format version, header), every
- * change in apply order, then an end marker, the record count and a CRC32C of everything before it.
- *
- * Written through Spark's CheckpointFileManager so the file appears atomically (rename or
- * object-store put) and is never seen half-written under its final name.
+ * The durable record of one version (or one early-commit segment of it), in a [[FramedFile]]: the
+ * header, every change in apply order, then an end marker and the record count.
  */
 object ChangelogFile {
   val magic: Array[Byte] = "TXCL".getBytes(US_ASCII)
@@ -28,19 +22,12 @@ object ChangelogFile {
   private val deleteRangeTag: Byte = 3
 
   /** Writes the changelog; returns the bytes written. On failure nothing appears at `path`. */
-  def write(files: CheckpointFileManager, path: Path, header: ChangelogHeader, changes: Iterator[ChangeRecord]): Long = {
-    val target = files.createAtomic(path, true)
-    try {
-      val crc = new CRC32C
-      val raw = new BufferedOutputStream(target, 1 << 16)
-      val checked = new CheckedOutputStream(raw, crc)
-      val out = new DataOutputStream(checked)
-      out.write(magic)
-      out.writeInt(formatVersion)
+  def write(files: CheckpointFileManager, path: Path, header: ChangelogHeader, changes: Iterator[ChangeRecord]): Long =
+    FramedFile.write(files, path, magic, formatVersion) { out =>
       out.writeLong(header.version)
-      out.writeUTF(header.changelogId)
-      out.writeBoolean(header.baseChangelogId.isDefined)
-      header.baseChangelogId.foreach(out.writeUTF)
+      out.writeUTF(header.checkpointId)
+      out.writeBoolean(header.baseCheckpointId.isDefined)
+      header.baseCheckpointId.foreach(out.writeUTF)
       out.writeLong(header.numKeys)
       out.writeLong(header.commitTimeMs)
       out.writeInt(header.segments)
@@ -56,19 +43,7 @@ object ChangelogFile {
       }
       out.writeByte(endTag)
       out.writeLong(count)
-      out.flush()
-      val checksum = crc.getValue.toInt
-      val size = out.size().toLong + 4
-      new DataOutputStream(raw).writeInt(checksum)
-      raw.flush()
-      target.close()
-      size
-    } catch {
-      case NonFatal(e) =>
-        target.cancel()
-        throw e
     }
-  }
 
   /** Reads and verifies a whole changelog. Any damage raises [[CorruptChangelogException]] naming the file. */
   def read(files: CheckpointFileManager, path: Path): Changelog = {
@@ -77,28 +52,10 @@ object ChangelogFile {
         val in = files.open(path)
         try in.readAllBytes() finally in.close()
       } catch {
-        case e: java.io.FileNotFoundException => throw new MissingChangelogException(path, e)
+        case e: java.io.FileNotFoundException => throw CheckpointErrors.missingChangelog(path, e)
       }
-    if (bytes.length < magic.length + 4 + 4) corrupt(path, s"it is ${bytes.length} bytes long, too short to be a changelog")
-    if (!java.util.Arrays.equals(bytes, 0, magic.length, magic, 0, magic.length)) {
-      corrupt(path, "it does not start with the txstate changelog magic bytes")
-    }
-    val crc = new CRC32C
-    crc.update(bytes, 0, bytes.length - 4)
-    val stored = java.nio.ByteBuffer.wrap(bytes, bytes.length - 4, 4).getInt
-    if (stored != crc.getValue.toInt) corrupt(path, "its CRC32C checksum does not match its content")
-
-    val in = new DataInputStream(new ByteArrayInputStream(bytes, magic.length, bytes.length - magic.length - 4))
-    try {
-      val format = in.readInt()
-      if (format != formatVersion) {
-        corrupt(path, s"it has changelog format $format; this build reads format $formatVersion")
-      }
-      Changelog(readHeaderFields(in), new RecordIterator(in, path))
-    } catch {
-      case e: EOFException => corrupt(path, "its header is truncated", e)
-      case e: java.io.UTFDataFormatException => corrupt(path, "its header holds a damaged changelog id", e)
-    }
+    val in = FramedFile.open(bytes, magic, formatVersion, path, "changelog")(corrupt(path, _))
+    Changelog(readHeader(in, path), new RecordIterator(in, path))
   }
 
   /**
@@ -108,26 +65,27 @@ object ChangelogFile {
   def readHeader(files: CheckpointFileManager, path: Path): ChangelogHeader = {
     val in =
       try files.open(path)
-      catch { case e: java.io.FileNotFoundException => throw new MissingChangelogException(path, e) }
+      catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.missingChangelog(path, e) }
     try {
       val data = new DataInputStream(in)
-      val m = new Array[Byte](magic.length)
-      data.readFully(m)
-      if (!java.util.Arrays.equals(m, magic)) corrupt(path, "it does not start with the txstate changelog magic bytes")
-      val format = data.readInt()
-      if (format != formatVersion) corrupt(path, s"it has changelog format $format; this build reads format $formatVersion")
-      readHeaderFields(data)
-    } catch {
-      case e: EOFException => corrupt(path, "its header is truncated", e)
-      case e: java.io.UTFDataFormatException => corrupt(path, "its header holds a damaged changelog id", e)
+      try FramedFile.openHeader(data, magic, formatVersion, "changelog")(corrupt(path, _))
+      catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
+      readHeader(data, path)
     } finally in.close()
   }
+
+  private def readHeader(in: DataInputStream, path: Path): ChangelogHeader =
+    try readHeaderFields(in)
+    catch {
+      case e: EOFException => throw corrupt(path, "its header is truncated", e)
+      case e: java.io.UTFDataFormatException => throw corrupt(path, "its header holds a damaged checkpoint id", e)
+    }
 
   private def readHeaderFields(in: DataInputStream): ChangelogHeader =
     ChangelogHeader(
       version = in.readLong(),
-      changelogId = in.readUTF(),
-      baseChangelogId = if (in.readBoolean()) Some(in.readUTF()) else None,
+      checkpointId = in.readUTF(),
+      baseCheckpointId = if (in.readBoolean()) Some(in.readUTF()) else None,
       numKeys = in.readLong(),
       commitTimeMs = in.readLong(),
       segments = in.readInt())
@@ -154,7 +112,7 @@ object ChangelogFile {
         in.readByte() match {
           case `endTag` =>
             val expected = in.readLong()
-            if (expected != count) corrupt(path, s"it holds $count records but its trailer says $expected")
+            if (expected != count) throw corrupt(path, s"it holds $count records but its trailer says $expected")
             finished = true
             None
           case tag =>
@@ -163,11 +121,11 @@ object ChangelogFile {
               case `putTag` => ChangeRecord.Put(readBytes(in), readBytes(in))
               case `deleteTag` => ChangeRecord.Delete(readBytes(in))
               case `deleteRangeTag` => ChangeRecord.DeleteRange(readBytes(in), readBytes(in))
-              case other => corrupt(path, s"record $count has the unknown tag $other")
+              case other => throw corrupt(path, s"record $count has the unknown tag $other")
             })
         }
       } catch {
-        case e: EOFException => corrupt(path, s"it ends inside record ${count + 1}", e)
+        case e: EOFException => throw corrupt(path, s"it ends inside record ${count + 1}", e)
       }
   }
 
@@ -178,25 +136,15 @@ object ChangelogFile {
 
   private def readBytes(in: DataInputStream): Array[Byte] = {
     val n = in.readInt()
-    if (n < 0) throw new IOException(s"negative length $n")
+    if (n < 0) throw new IOException(s"negative length $n") // reported as corrupt by the record reader
     val b = new Array[Byte](n)
     in.readFully(b)
     b
   }
 
-  private def corrupt(path: Path, why: String, cause: Throwable = null): Nothing =
-    throw new CorruptChangelogException(path, why, cause)
+  private def corrupt(path: Path, why: String, cause: Throwable = null): CorruptChangelogException =
+    CheckpointErrors.corruptChangelog(path, why, cause)
 }
 
 /** A changelog's header and its verified records (the whole file was checksummed when read). */
 final case class Changelog(header: ChangelogHeader, records: Iterator[ChangeRecord])
-
-final class CorruptChangelogException(val path: Path, why: String, cause: Throwable)
-    extends IOException(
-      s"txstate: the changelog $path is corrupt: $why. The state of this version cannot be rebuilt " +
-        "from it; restore the file from a backup or restart the query from a new checkpoint.", cause)
-
-final class MissingChangelogException(val path: Path, cause: Throwable)
-    extends IOException(
-      s"txstate: the changelog $path is missing. The checkpoint lacks a version that must be replayed; " +
-        "it may have been deleted by hand or by a cleanup with a smaller minBatchesToRetain.", cause)

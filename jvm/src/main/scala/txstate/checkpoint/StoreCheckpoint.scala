@@ -1,6 +1,6 @@
 package txstate.checkpoint
 
-import java.io.{BufferedInputStream, File, FileInputStream, FileOutputStream, IOException}
+import java.io.{BufferedInputStream, File, FileInputStream, FileOutputStream}
 import java.util.zip.CRC32C
 
 import org.apache.hadoop.conf.Configuration
@@ -13,28 +13,33 @@ import txstate.engine.ChangeRecord
 final case class CheckpointEntry(version: Long, id: Option[String], path: Path, modifiedMs: Long)
 
 /**
- * The durable files of one store instance, in Spark's per-instance state directory:
+ * The durable files of one store instance, in Spark's per-instance state directory
+ * (docs/ARCHITECTURE.md, "Files in a checkpoint"):
  * - `<version>.txlog` (checkpoint format v1) or `<version>_<checkpointId>.txlog` (format v2);
- * - `<version>_<changelogId>.snapshot`: a snapshot manifest;
+ * - `<version>_<checkpointId>-<k>.txseg`: the k-th early-commit segment of an open version;
+ * - `<version>_<checkpointId>.snapshot`: a snapshot manifest;
  * - `sst/<uuid>-<rocksdb file name>`: RocksDB files, shared by every snapshot that contains them.
+ *
+ * `idInName` parameters are the checkpoint id as it appears in a changelog's file name: Some under
+ * checkpoint format v2, None under v1.
  */
 final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends AutoCloseable {
   private val files = LocalCheckpointFileManager.forLocation(root, hadoopConf)
   private val sstDir = new Path(root, "sst")
 
-  def changelogPath(version: Long, checkpointId: Option[String]): Path =
-    new Path(root, checkpointId.fold(s"$version.txlog")(id => s"${version}_$id.txlog"))
+  def changelogPath(version: Long, idInName: Option[String]): Path =
+    new Path(root, idInName.fold(s"$version.txlog")(id => s"${version}_$id.txlog"))
 
-  /** The k-th early-commit segment (k from 1) of an open version's attempt `changelogId`. */
-  def segmentPath(version: Long, changelogId: String, k: Int): Path = new Path(root, s"${version}_$changelogId-$k.txseg")
+  /** The k-th early-commit segment (k from 1) of the open version's commit attempt `checkpointId`. */
+  def segmentPath(version: Long, checkpointId: String, k: Int): Path = new Path(root, s"${version}_$checkpointId-$k.txseg")
 
-  def snapshotPath(version: Long, changelogId: String): Path = new Path(root, s"${version}_$changelogId.snapshot")
+  def snapshotPath(version: Long, checkpointId: String): Path = new Path(root, s"${version}_$checkpointId.snapshot")
 
   @volatile private var rootExists = false
 
-  def writeChangelog(header: ChangelogHeader, checkpointId: Option[String], changes: Iterator[ChangeRecord]): Long = {
+  def writeChangelog(header: ChangelogHeader, idInName: Option[String], changes: Iterator[ChangeRecord]): Long = {
     ensureRoot()
-    ChangelogFile.write(files, changelogPath(header.version, checkpointId), header, changes)
+    ChangelogFile.write(files, changelogPath(header.version, idInName), header, changes)
   }
 
   /** Creates the store directory once (Spark's file managers do not create parents on every file system). */
@@ -43,43 +48,47 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
     rootExists = true
   }
 
-  def readChangelog(version: Long, checkpointId: Option[String]): Changelog =
-    ChangelogFile.read(files, changelogPath(version, checkpointId))
+  def readChangelog(version: Long, idInName: Option[String]): Changelog =
+    ChangelogFile.read(files, changelogPath(version, idInName))
 
   def writeSegment(header: ChangelogHeader, k: Int, changes: Iterator[ChangeRecord]): Long = {
     ensureRoot()
-    ChangelogFile.write(files, segmentPath(header.version, header.changelogId, k), header, changes)
+    ChangelogFile.write(files, segmentPath(header.version, header.checkpointId, k), header, changes)
   }
 
-  def readSegment(version: Long, changelogId: String, k: Int): Changelog =
-    ChangelogFile.read(files, segmentPath(version, changelogId, k))
+  def readSegment(version: Long, checkpointId: String, k: Int): Changelog =
+    ChangelogFile.read(files, segmentPath(version, checkpointId, k))
 
   /**
    * Every change of a version: its early-commit segments in order, then its changelog's own records.
    * The changelog is read and verified now, before the caller writes anything; each segment when
    * the iteration reaches it, so a large spilled version never sits in memory whole.
    */
-  def readVersionChanges(header: ChangelogHeader, checkpointId: Option[String]): Iterator[ChangeRecord] = {
-    val own = readChangelog(header.version, checkpointId).records
-    (1 to header.segments).iterator.flatMap(k => readSegment(header.version, header.changelogId, k).records) ++ own
+  def readVersionChanges(header: ChangelogHeader, idInName: Option[String]): Iterator[ChangeRecord] = {
+    val own = readChangelog(header.version, idInName).records
+    readSegments(header.version, header.checkpointId, header.segments) ++ own
   }
 
-  def readChangelogHeader(version: Long, checkpointId: Option[String]): ChangelogHeader =
-    ChangelogFile.readHeader(files, changelogPath(version, checkpointId))
+  /** The records of segments 1 to `count` of a version's commit attempt, each read when reached. */
+  def readSegments(version: Long, checkpointId: String, count: Int): Iterator[ChangeRecord] =
+    (1 to count).iterator.flatMap(k => readSegment(version, checkpointId, k).records)
+
+  def readChangelogHeader(version: Long, idInName: Option[String]): ChangelogHeader =
+    ChangelogFile.readHeader(files, changelogPath(version, idInName))
 
   def changelogs(): Seq[CheckpointEntry] = entries(".txlog")
   def segments(): Seq[CheckpointEntry] = entries(".txseg")
   def snapshots(): Seq[CheckpointEntry] = entries(".snapshot")
 
   def writeManifest(manifest: SnapshotManifest): Unit =
-    SnapshotManifest.write(files, snapshotPath(manifest.version, manifest.changelogId), manifest)
+    SnapshotManifest.write(files, snapshotPath(manifest.version, manifest.checkpointId), manifest)
 
-  def readManifest(version: Long, changelogId: String): SnapshotManifest =
-    SnapshotManifest.read(files, snapshotPath(version, changelogId))
+  def readManifest(version: Long, checkpointId: String): SnapshotManifest =
+    SnapshotManifest.read(files, snapshotPath(version, checkpointId))
 
-  /** Copies a local file to `sst/<storedName>`; returns its size and CRC32C. */
   @volatile private var sstDirExists = false
 
+  /** Copies a local file to `sst/<storedName>`; returns its size and CRC32C. */
   def upload(local: File, storedName: String): (Long, Long) = {
     if (!sstDirExists) {
       if (!files.exists(sstDir)) files.mkdirs(sstDir)
@@ -112,7 +121,9 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
     val source = new Path(sstDir, file.storedName)
     val crc = new CRC32C
     var size = 0L
-    val in = files.open(source)
+    val in =
+      try files.open(source)
+      catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.corruptSnapshot(source, "it is missing", e) }
     try {
       val out = new FileOutputStream(target)
       try {
@@ -127,16 +138,13 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
       } finally out.close()
     } finally in.close()
     if (size != file.size || crc.getValue != file.crc32c) {
-      throw new IOException(
-        s"txstate: snapshot file $source is damaged: expected ${file.size} bytes with CRC32C ${file.crc32c}, " +
-          s"found $size bytes with CRC32C ${crc.getValue}")
+      throw CheckpointErrors.corruptSnapshot(source,
+        s"expected ${file.size} bytes with CRC32C ${file.crc32c}, found $size bytes with CRC32C ${crc.getValue}")
     }
   }
 
   def storedFiles(): Seq[FileStatus] =
     if (files.exists(sstDir)) files.list(sstDir).toSeq else Seq.empty
-
-  def storedFilePath(storedName: String): Path = new Path(sstDir, storedName)
 
   /**
    * Temporary files (`.<name>.<random>.tmp`) older than `cutoffMs`: what writers killed between

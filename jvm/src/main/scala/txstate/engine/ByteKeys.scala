@@ -8,9 +8,6 @@ object ByteKeys {
 
   def compare(a: Array[Byte], b: Array[Byte]): Int = Arrays.compareUnsigned(a, b)
 
-  def startsWith(key: Array[Byte], prefix: Array[Byte]): Boolean =
-    key.length >= prefix.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length)
-
   /** The smallest key greater than every key starting with `prefix`; None when the prefix is all 0xFF. */
   def prefixUpperBound(prefix: Array[Byte]): Option[Array[Byte]] = {
     var i = prefix.length - 1

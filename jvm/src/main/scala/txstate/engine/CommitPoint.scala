@@ -7,7 +7,8 @@ import java.io.{ByteArrayInputStream, ByteArrayOutputStream, DataInputStream, Da
  * (KIP-892's changelog offset, here Spark's state version).
  *
  * @param version       Spark state version (0 = empty store)
- * @param checkpointId  the unique id of this version's changelog (checkpoint format v2), if any
+ * @param checkpointId  the id of the commit that wrote this version (its changelog's id; in file names under
+ *                      checkpoint format v2); None for an empty store
  * @param formatVersion storage format of the keys and values in the database
  * @param commitTimeMs  wall-clock time of the commit
  * @param numKeys       exact number of live user keys at this version
@@ -45,9 +46,7 @@ object CommitPoint {
     val in = new DataInputStream(new ByteArrayInputStream(bytes))
     val encoding = in.readInt()
     if (encoding != encodingVersion) {
-      throw new IllegalStateException(
-        s"txstate: the local state database records a commit point in encoding $encoding, but this " +
-          s"build reads encoding $encodingVersion. Delete the local directory; it is rebuilt from the checkpoint.")
+      throw EngineErrors.unknownCommitPointEncoding(encoding, encodingVersion)
     }
     val version = in.readLong()
     val checkpointId = if (in.readBoolean()) Some(in.readUTF()) else None

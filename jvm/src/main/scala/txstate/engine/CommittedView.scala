@@ -1,11 +1,11 @@
 package txstate.engine
 
 /**
- * A read-only view of one committed version of a store (READ_COMMITTED, DESIGN §5), for readers on
+ * A read-only view of one committed version of a store (READ_COMMITTED, docs/ARCHITECTURE.md, "Interactive queries"), for readers on
  * threads other than the engine's owner, such as interactive queries. It never shows a version in
  * flight: sub-batches of an early-committed version and replay chunks are invisible to it.
  *
- * A view is valid only inside the `readCommitted` call that handed it out; iterators it returns
+ * A view is valid only inside the `readCommittedView` call that handed it out; iterators it returns
  * are closed when that call ends, if the reader has not closed them first.
  */
 trait CommittedView {

@@ -22,6 +22,18 @@ private[engine] final class LocalDatabase private (
 
   private var closed = false
 
+  /** The value of `key` in `data`, now or as of `snapshot`. */
+  def get(snapshot: Option[Snapshot], key: Array[Byte]): Option[Array[Byte]] = snapshot match {
+    case None => Option(db.get(data, key))
+    case Some(s) => Using.resource(new ReadOptions().setSnapshot(s))(ro => Option(db.get(data, ro, key)))
+  }
+
+  /** The rows of `data` in `range`, now or as of `snapshot`; the iterator owns its native objects. */
+  def range(snapshot: Option[Snapshot], range: KeyRange): KeyValueIterator = new RocksRangeIterator(ro => {
+    snapshot.foreach(ro.setSnapshot)
+    db.newIterator(data, ro)
+  }, range)
+
   def close(): Unit = if (!closed) {
     closed = true
     // Flush so a later open of the same directory finds every committed version (the WAL is off).
@@ -41,9 +53,7 @@ private[engine] object LocalDatabase {
 
   def open(dir: File, dbOptions: DBOptions, dataOptions: ColumnFamilyOptions, commitOptions: ColumnFamilyOptions)
       : LocalDatabase = {
-    if (!dir.isDirectory && !dir.mkdirs()) {
-      throw new IllegalStateException(s"txstate: cannot create the local state directory $dir")
-    }
+    if (!dir.isDirectory && !dir.mkdirs()) throw EngineErrors.cannotCreateDirectory(dir)
     val descriptors = java.util.List.of(
       new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, commitOptions),
       new ColumnFamilyDescriptor(dataFamily, dataOptions),

@@ -11,7 +11,7 @@ import java.util.Arrays
  * second lookup.
  */
 final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint) {
-  private[engine] val buffer = new WriteBuffer
+  private val buffer = new WriteBuffer
 
   private var keyDelta = 0L
   private var probedKey: Array[Byte] = Array.emptyByteArray
@@ -88,14 +88,17 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
     probeValid = false
   }
 
-  /** True while an iterator is open: spilling then would hide buffered rows from it. */
+  /** True while an iterator is open: an early commit then would hide buffered rows from it. */
   def hasOpenIterators: Boolean = !openIterators.isEmpty
 
-  /** After the engine moved the buffer into the database: the buffer restarts empty. */
-  private[engine] def afterSpill(): Unit = {
+  /** After the engine moved the buffer into the database (an early commit): the buffer restarts empty. */
+  private[engine] def afterEarlyCommit(): Unit = {
     buffer.clear()
-    probeValid = false // the committed view now includes the spilled sub-batch
+    probeValid = false // the committed view now includes the early-committed sub-batch
   }
+
+  /** What undoing this transaction's commit must restore. */
+  private[engine] def touchedKeys: TouchedKeys = buffer.touchedKeys
 
   /** Changes in apply order (range deletes, then point writes). */
   def changes: Iterator[ChangeRecord] = buffer.changes
@@ -104,7 +107,7 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
     if (probeValid && Arrays.equals(probedKey, key)) probedValue
     else {
       // A plain get: RocksDB consults the bloom filter itself; keyMayExist first cost a second lookup.
-      val value = Option(engine.readCommitted(key))
+      val value = engine.getCommitted(key)
       probedKey = key
       probedValue = value
       probeValid = true

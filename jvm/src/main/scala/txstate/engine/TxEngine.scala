@@ -7,15 +7,15 @@ import java.util.{Comparator, UUID}
 
 import scala.util.Using
 
-import org.rocksdb.{BlockBasedTableConfig, BloomFilter, Checkpoint, FlushOptions, IndexType, ColumnFamilyOptions, CompressionType, DBOptions, LRUCache, ReadOptions, RocksDB, Snapshot, WriteBatch, WriteOptions}
+import org.rocksdb.{BlockBasedTableConfig, BloomFilter, Checkpoint, ColumnFamilyOptions, CompressionType, DBOptions, FlushOptions, IndexType, LRUCache, RocksDB, Snapshot, WriteOptions}
 
 /**
  * The transactional RocksDB engine of one store instance (KIP-892 in bytes, no Spark types).
  *
  * - Data and the commit point live in separate column families and change in ONE atomic write,
  *   so the local database is never torn: whatever it holds, its commit point says which version.
- * - Multi-write sequences (changelog replay) first write an in-flight marker; a database found
- *   with the marker set is not trusted and is rebuilt by the caller.
+ * - Multi-write sequences (changelog replay, early commits) first write an in-flight marker; a
+ *   database found with the marker set is not trusted and is rebuilt by the caller.
  * - The WAL is off and flushes are atomic across column families: after a crash the database is
  *   at some earlier consistent commit point, and the caller replays changelogs from there.
  * - The last commit can be undone without touching the checkpoint: a RocksDB snapshot taken just
@@ -28,7 +28,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
 
   RocksDB.loadLibrary()
 
-  // Option objects: owned here, closed last, shared by every database this engine opens.
+  // Option objects: owned here, closed last, shared by every database this engine opens. If the
+  // constructor fails part-way, everything created so far is closed (see the end of the class body).
   private val cache = new LRUCache(options.blockCacheBytes)
   private val bloom = new BloomFilter(10, false)
   // Index and filter blocks live in the (bounded) block cache, partitioned with the top level
@@ -62,12 +63,18 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   private var committedPoint: CommitPoint = CommitPoint.empty
   private var inFlightVersion: Option[Long] = None
   private var undo: Option[Undo] = None
-  private var spill: Option[OpenSpill] = None
-  private var closed = false
+  // The committed view from before the first early commit of the open version (what undoing them restores).
+  private var beforeEarlyCommits: Option[Snapshot] = None
+  @volatile private var closed = false
   private var incarnationId = UUID.randomUUID().toString
   private val views = new ViewPublisher
 
-  openDatabase()
+  try openDatabase()
+  catch {
+    case e: Throwable =>
+      closeOptions()
+      throw e
+  }
 
   /** The version the local database holds. */
   def committed: CommitPoint = committedPoint
@@ -78,12 +85,11 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   /** What [[rollbackLastCommit]] would restore, if the last commit can be undone. */
   def committedBeforeLastCommit: Option[CommitPoint] = undo.map(_.previous)
 
+  def isClosed: Boolean = closed
+
   def begin(): Transaction = {
     ensureOpen()
-    if (inFlightVersion.isDefined) {
-      throw new IllegalStateException(
-        s"txstate: local state in $dir has an interrupted write of version ${inFlightVersion.get}; load a version first")
-    }
+    inFlightVersion.foreach(v => throw EngineErrors.interruptedWrite(dir, v))
     new Transaction(this, committedPoint)
   }
 
@@ -94,44 +100,48 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
    */
   def readCommittedView[T](waitMs: Long)(read: CommittedView => T): Option[T] = views.read(waitMs)(read)
 
-  /** Reads a committed value (the view transactions read through). */
-  private[engine] def readCommitted(key: Array[Byte]): Array[Byte] = database.db.get(database.data, key)
+  /** A committed value, as transactions read it (the owner's thread only). */
+  private[engine] def getCommitted(key: Array[Byte]): Option[Array[Byte]] = {
+    ensureOpen()
+    database.get(None, key)
+  }
 
-  private[engine] def committedRange(range: KeyRange): KeyValueIterator =
-    new RocksRangeIterator(ro => database.db.newIterator(database.data, ro), range)
+  private[engine] def committedRange(range: KeyRange): KeyValueIterator = {
+    ensureOpen()
+    database.range(None, range)
+  }
 
   /**
    * Writes the transaction's changes and `point` in one atomic RocksDB write, keeping what is
-   * needed to undo it. The caller makes the changelog durable first (DESIGN §2.3).
+   * needed to undo it. The caller makes the changelog durable first (docs/ARCHITECTURE.md,
+   * "The life of a micro-batch").
    */
   def commit(tx: Transaction, point: CommitPoint): Unit = {
-    ensureOpen()
-    require(tx.base == committedPoint,
-      s"txstate: transaction began at version ${tx.base.version} but the store is at ${committedPoint.version}")
+    ensureCurrent(tx)
     tx.closeIterators()
     releaseUndo()
-    spill match {
-      case Some(open) if open.tx eq tx =>
-        // The version's earlier sub-batches are in the database already; this write finishes it
-        // and clears the in-flight marker atomically. Undoing it would need every spilled key, so
-        // a spilled version is not kept for rollback: a re-run rebuilds instead.
-        Using.resource(new WriteBatch()) { batch =>
-          tx.buffer.changes.foreach(addTo(batch, _))
-          batch.put(database.commit, committedKey, point.toBytes)
-          batch.delete(database.commit, inFlightKey)
-          database.db.write(writeOptions, batch)
+    beforeEarlyCommits match {
+      case Some(before) =>
+        // The version's early commits are in the database already; this write finishes it and
+        // clears the in-flight marker atomically. Undoing it would need every early-committed
+        // key, so such a version is not kept for rollback: a re-run rebuilds instead.
+        Using.resource(new ChunkedWriter(database, writeOptions, Long.MaxValue)) { writer =>
+          tx.changes.foreach(writer(_))
+          writer.finish { last =>
+            last.put(database.commit, committedKey, point.toBytes)
+            last.delete(database.commit, inFlightKey)
+          }
         }
-        database.db.releaseSnapshot(open.before)
-        spill = None
+        database.db.releaseSnapshot(before)
+        beforeEarlyCommits = None
         inFlightVersion = None
-      case _ =>
+      case None =>
         val snapshot = database.db.getSnapshot
-        val touched = tx.buffer.touchedKeys
+        val touched = tx.touchedKeys
         try {
-          Using.resource(new WriteBatch()) { batch =>
-            tx.buffer.changes.foreach(addTo(batch, _))
-            batch.put(database.commit, committedKey, point.toBytes)
-            database.db.write(writeOptions, batch)
+          Using.resource(new ChunkedWriter(database, writeOptions, Long.MaxValue)) { writer =>
+            tx.changes.foreach(writer(_))
+            writer.finish(_.put(database.commit, committedKey, point.toBytes))
           }
         } catch {
           case e: Throwable =>
@@ -145,95 +155,53 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   }
 
   /**
-   * Early commit (DESIGN §3): moves the transaction's buffer into the database as a sub-batch of
-   * the still-open version `base + 1`, under the in-flight marker, so memory stays bounded. The
-   * first spill keeps a RocksDB snapshot of the committed version: `undoSpill` restores from it.
+   * Early commit: moves the transaction's buffer into the database as a sub-batch of the
+   * still-open version `base + 1`, under the in-flight marker, so memory stays bounded. The first
+   * one keeps a RocksDB snapshot of the committed version: [[undoEarlyCommits]] restores from it.
    * The caller makes the sub-batch durable (a changelog segment) first.
    */
-  def spill(tx: Transaction): Unit = {
-    ensureOpen()
-    require(tx.base == committedPoint,
-      s"txstate: transaction began at version ${tx.base.version} but the store is at ${committedPoint.version}")
-    if (spill.isEmpty) {
+  def earlyCommit(tx: Transaction): Unit = {
+    ensureCurrent(tx)
+    if (beforeEarlyCommits.isEmpty) {
       releaseUndo()
-      spill = Some(OpenSpill(tx, database.db.getSnapshot))
+      beforeEarlyCommits = Some(database.db.getSnapshot)
     }
     val version = tx.base.version + 1
-    Using.resource(new WriteBatch()) { batch =>
-      batch.put(database.commit, inFlightKey, java.nio.ByteBuffer.allocate(8).putLong(version).array())
-      tx.buffer.changes.foreach(addTo(batch, _))
-      database.db.write(writeOptions, batch)
+    Using.resource(new ChunkedWriter(database, writeOptions, Long.MaxValue)) { writer =>
+      tx.changes.foreach(writer(_))
+      writer.finish(_.put(database.commit, inFlightKey, versionBytes(version)))
     }
     inFlightVersion = Some(version)
-    tx.afterSpill()
+    tx.afterEarlyCommit()
   }
 
-  /** True when `tx` has moved sub-batches into the database. */
-  def hasSpilled(tx: Transaction): Boolean = spill.exists(_.tx eq tx)
-
   /**
-   * Undoes every sub-batch of a spilled transaction: each key they touched gets back its value in
-   * the committed version, read from the snapshot taken before the first spill; then the in-flight
-   * marker is cleared. `spilledChanges` lists the sub-batches' changes (read back from their
-   * segments, so the keys never had to stay in memory).
+   * Undoes every early commit of the open version: each key they touched gets back its value in
+   * the committed version, read from the snapshot taken before the first one; then the in-flight
+   * marker is cleared. `earlyCommitted` lists their changes (read back from their segments, so the
+   * keys never had to stay in memory).
    */
-  def undoSpill(tx: Transaction, spilledChanges: Iterator[ChangeRecord]): Unit = {
+  def undoEarlyCommits(earlyCommitted: Iterator[ChangeRecord]): Unit = {
     ensureOpen()
-    val open = spill.filter(_.tx eq tx).getOrElse(throw new IllegalStateException("txstate: no spilled transaction to undo"))
-    Using.resource(new ReadOptions().setSnapshot(open.before)) { atSnapshot =>
-      var batch = new WriteBatch()
-      try {
-        def restore(key: Array[Byte]): Unit = {
-          val old = database.db.get(database.data, atSnapshot, key)
-          if (old == null) batch.delete(database.data, key) else batch.put(database.data, key, old)
-        }
-        spilledChanges.foreach { change =>
-          change match {
-            case ChangeRecord.Put(k, _) => restore(k)
-            case ChangeRecord.Delete(k) => restore(k)
-            case ChangeRecord.DeleteRange(from, until) =>
-              Using.resource(new RocksRangeIterator(ro => {
-                ro.setSnapshot(open.before)
-                database.db.newIterator(database.data, ro)
-              }, KeyRange(from, Some(until))))(_.foreach(kv => batch.put(database.data, kv.key, kv.value)))
-          }
-          if (batch.getDataSize >= options.replayChunkBytes) {
-            database.db.write(writeOptions, batch)
-            batch.close()
-            batch = new WriteBatch()
-          }
-        }
-        batch.delete(database.commit, inFlightKey)
-        database.db.write(writeOptions, batch)
-      } finally batch.close()
+    val before = beforeEarlyCommits.getOrElse(throw EngineErrors.noEarlyCommitToUndo(dir))
+    val keys = earlyCommitted.map {
+      case ChangeRecord.Put(k, _) => Left(k)
+      case ChangeRecord.Delete(k) => Left(k)
+      case ChangeRecord.DeleteRange(from, until) => Right(KeyRange(from, Some(until)))
     }
-    database.db.releaseSnapshot(open.before)
-    spill = None
+    restoreFrom(before, keys, options.replayChunkBytes)(_.delete(database.commit, inFlightKey))
+    database.db.releaseSnapshot(before)
+    beforeEarlyCommits = None
     inFlightVersion = None
   }
 
   /** Restores the version before the last commit (Spark re-runs a batch this store committed). */
   def rollbackLastCommit(): CommitPoint = {
     ensureOpen()
-    val u = undo.getOrElse(throw new IllegalStateException("txstate: no commit to roll back"))
-    Using.resource(new ReadOptions().setSnapshot(u.snapshot)) { atSnapshot =>
-      Using.resource(new WriteBatch()) { batch =>
-        u.touched.points.foreach { key =>
-          val old = database.db.get(database.data, atSnapshot, key)
-          if (old == null) batch.delete(database.data, key) else batch.put(database.data, key, old)
-        }
-        u.touched.ranges.foreach { range =>
-          Using.resource(new RocksRangeIterator(ro => {
-            ro.setSnapshot(u.snapshot)
-            database.db.newIterator(database.data, ro)
-          }, range)) { it =>
-            it.foreach(kv => batch.put(database.data, kv.key, kv.value))
-          }
-        }
-        batch.put(database.commit, committedKey, u.previous.toBytes)
-        database.db.write(writeOptions, batch)
-      }
-    }
+    val u = undo.getOrElse(throw EngineErrors.nothingToRollBack(dir))
+    val keys = u.touched.points.iterator.map(Left(_)) ++ u.touched.ranges.iterator.map(Right(_))
+    // One atomic write: the restored rows and the previous commit point land together.
+    restoreFrom(u.snapshot, keys, Long.MaxValue)(_.put(database.commit, committedKey, u.previous.toBytes))
     releaseUndo()
     committedPoint = u.previous
     views.publish(database, committedPoint)
@@ -249,20 +217,13 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     ensureOpen()
     releaseUndo()
     markInFlight(point.version)
-    var batch = new WriteBatch()
-    try {
-      changes.foreach { change =>
-        addTo(batch, change)
-        if (batch.getDataSize >= options.replayChunkBytes) {
-          database.db.write(writeOptions, batch)
-          batch.close()
-          batch = new WriteBatch()
-        }
+    Using.resource(new ChunkedWriter(database, writeOptions, options.replayChunkBytes)) { writer =>
+      changes.foreach(writer(_))
+      writer.finish { last =>
+        last.put(database.commit, committedKey, point.toBytes)
+        last.delete(database.commit, inFlightKey)
       }
-      batch.put(database.commit, committedKey, point.toBytes)
-      batch.delete(database.commit, inFlightKey)
-      database.db.write(writeOptions, batch)
-    } finally batch.close()
+    }
     inFlightVersion = None
     committedPoint = point
     views.publish(database, point)
@@ -274,9 +235,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
    */
   def checkpointTo(target: File): CommitPoint = {
     ensureOpen()
-    if (inFlightVersion.isDefined) {
-      throw new IllegalStateException(s"txstate: cannot snapshot $dir while version ${inFlightVersion.get} is in flight")
-    }
+    inFlightVersion.foreach(v => throw EngineErrors.snapshotWhileInFlight(dir, v))
     Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
       database.db.flush(fo, java.util.List.of(database.data, database.commit))
     }
@@ -289,22 +248,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
    * snapshot from the checkpoint, and returns the commit point they hold.
    */
   def restore(fill: File => Unit): CommitPoint = {
-    ensureOpen()
-    releaseUndo()
-    releaseSpill()
-    views.excludingReaders {
-      database.close()
-      deleteRecursively(dir.toPath)
-      if (!dir.mkdirs()) throw new IllegalStateException(s"txstate: cannot create the local state directory $dir")
-      try fill(dir)
-      catch {
-        case e: Throwable =>
-          deleteRecursively(dir.toPath)
-          openDatabase()
-          throw e
-      }
-      incarnationId = UUID.randomUUID().toString
-      openDatabase()
+    replaceDatabase { () =>
+      if (!dir.mkdirs()) throw EngineErrors.cannotCreateDirectory(dir)
+      fill(dir)
     }
     committedPoint
   }
@@ -313,17 +259,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   def incarnation: String = incarnationId
 
   /** Drops every row and the commit point: the database becomes version 0. */
-  def wipe(): Unit = {
-    ensureOpen()
-    releaseUndo()
-    releaseSpill()
-    views.excludingReaders {
-      database.close()
-      deleteRecursively(dir.toPath)
-      incarnationId = UUID.randomUUID().toString
-      openDatabase()
-    }
-  }
+  def wipe(): Unit = replaceDatabase(() => ())
 
   /** Drops every row and makes the database an empty store at `version` (Spark's `loadEmpty`). */
   def startEmptyAt(version: Long): Unit = {
@@ -334,8 +270,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     views.publish(database, point)
   }
 
-  /** Live memtable and block cache bytes of this instance (native memory). */
-  def nativeMemoryUsed: Long = {
+  /** Live memtable and block cache bytes of this instance (native memory); 0 once closed. */
+  def nativeMemoryUsed: Long = if (closed) 0L else {
     val db = database.db
     db.getLongProperty(database.data, "rocksdb.cur-size-all-mem-tables") +
       db.getLongProperty(database.commit, "rocksdb.cur-size-all-mem-tables") + cache.getUsage
@@ -344,40 +280,94 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   def close(): Unit = if (!closed) {
     closed = true
     try {
-      if (database != null) {
-        releaseUndo()
-        releaseSpill()
-        views.excludingReaders(database.close())
+      releaseUndo()
+      releaseEarlyCommits()
+      views.excludingReaders(database.close())
+    } finally closeOptions()
+  }
+
+  private def closeOptions(): Unit = {
+    writeOptions.close()
+    dataOptions.close()
+    commitOptions.close()
+    dbOptions.close()
+    bloom.close()
+    cache.close()
+  }
+
+  /**
+   * Closes the database, deletes its directory, lets `fill` put files there (or nothing: an empty
+   * database) and opens it again as a new incarnation. If the reopen fails the engine is closed,
+   * so no caller touches a closed native handle.
+   */
+  private def replaceDatabase(fill: () => Unit): Unit = {
+    ensureOpen()
+    releaseUndo()
+    releaseEarlyCommits()
+    views.excludingReaders {
+      database.close()
+      deleteRecursively(dir.toPath)
+      // A new incarnation even when `fill` fails: the empty database opened then restarts RocksDB's
+      // file numbers, and files must never be mistaken for the old incarnation's (snapshot reuse).
+      incarnationId = UUID.randomUUID().toString
+      try fill()
+      catch {
+        case e: Throwable =>
+          deleteRecursively(dir.toPath)
+          reopen()
+          throw e
       }
-    } finally {
-      writeOptions.close()
-      dataOptions.close()
-      commitOptions.close()
-      dbOptions.close()
-      bloom.close()
-      cache.close()
+      reopen()
     }
   }
 
+  private def reopen(): Unit =
+    try openDatabase()
+    catch {
+      case e: Throwable =>
+        closed = true
+        closeOptions()
+        throw e
+    }
+
   private def openDatabase(): Unit = {
-    database = LocalDatabase.open(dir, dbOptions, dataOptions, commitOptions)
-    committedPoint = Option(database.db.get(database.commit, committedKey)).map(CommitPoint.fromBytes)
-      .getOrElse(CommitPoint.empty)
-    inFlightVersion = Option(database.db.get(database.commit, inFlightKey)).map(b => java.nio.ByteBuffer.wrap(b).getLong)
+    val opened = LocalDatabase.open(dir, dbOptions, dataOptions, commitOptions)
+    try {
+      committedPoint = Option(opened.db.get(opened.commit, committedKey)).map(readCommitPoint).getOrElse(CommitPoint.empty)
+      inFlightVersion = Option(opened.db.get(opened.commit, inFlightKey)).map(b => java.nio.ByteBuffer.wrap(b).getLong)
+    } catch {
+      case e: Throwable =>
+        opened.close() // releases RocksDB's LOCK, so the directory can be deleted or reopened
+        throw e
+    }
+    database = opened
     // A database holding an interrupted write is no version at all: nothing to show until a load.
     if (inFlightVersion.isEmpty) views.publish(database, committedPoint) else views.withdraw()
   }
 
-  private def markInFlight(version: Long): Unit = {
-    val bytes = java.nio.ByteBuffer.allocate(8).putLong(version).array()
-    database.db.put(database.commit, writeOptions, inFlightKey, bytes)
-    inFlightVersion = Some(version)
-  }
+  private def readCommitPoint(bytes: Array[Byte]): CommitPoint =
+    try CommitPoint.fromBytes(bytes)
+    catch { case e: Exception => throw EngineErrors.unreadableCommitPoint(dir, e) }
 
-  private def addTo(batch: WriteBatch, change: ChangeRecord): Unit = change match {
-    case ChangeRecord.Put(k, v) => batch.put(database.data, k, v)
-    case ChangeRecord.Delete(k) => batch.delete(database.data, k)
-    case ChangeRecord.DeleteRange(from, until) => batch.deleteRange(database.data, from, until)
+  /**
+   * Writes back, for every key or range in `keys`, what `snapshot` holds there (deleting keys it
+   * does not hold), in chunks of `chunkBytes`; `last` adds the final marker writes.
+   */
+  private def restoreFrom(snapshot: Snapshot, keys: Iterator[Either[Array[Byte], KeyRange]], chunkBytes: Long)
+      (last: org.rocksdb.WriteBatch => Unit): Unit =
+    Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes)) { writer =>
+      keys.foreach {
+        case Left(key) =>
+          writer(database.get(Some(snapshot), key).fold[ChangeRecord](ChangeRecord.Delete(key))(ChangeRecord.Put(key, _)))
+        case Right(range) =>
+          Using.resource(database.range(Some(snapshot), range))(_.foreach(kv => writer(ChangeRecord.Put(kv.key, kv.value))))
+      }
+      writer.finish(last)
+    }
+
+  private def markInFlight(version: Long): Unit = {
+    database.db.put(database.commit, writeOptions, inFlightKey, versionBytes(version))
+    inFlightVersion = Some(version)
   }
 
   private def releaseUndo(): Unit = {
@@ -385,14 +375,18 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     undo = None
   }
 
-  /** Forgets an abandoned spill (the database is being replaced or closed). */
-  private def releaseSpill(): Unit = {
-    spill.foreach(s => database.db.releaseSnapshot(s.before))
-    spill = None
+  /** Forgets abandoned early commits (the database is being replaced or closed). */
+  private def releaseEarlyCommits(): Unit = {
+    beforeEarlyCommits.foreach(database.db.releaseSnapshot)
+    beforeEarlyCommits = None
   }
 
-  private def ensureOpen(): Unit =
-    if (closed) throw new IllegalStateException(s"txstate: the local state engine for $dir is closed")
+  private def ensureCurrent(tx: Transaction): Unit = {
+    ensureOpen()
+    if (tx.base != committedPoint) throw EngineErrors.staleTransaction(tx.base.version, committedPoint.version)
+  }
+
+  private def ensureOpen(): Unit = if (closed) throw EngineErrors.closed(dir)
 }
 
 object TxEngine {
@@ -402,8 +396,7 @@ object TxEngine {
   /** The previous version's view and the keys the last commit changed. */
   private final case class Undo(snapshot: Snapshot, touched: TouchedKeys, previous: CommitPoint)
 
-  /** A transaction that has spilled sub-batches, and the committed view from before the first one. */
-  private final case class OpenSpill(tx: Transaction, before: Snapshot)
+  private def versionBytes(version: Long): Array[Byte] = java.nio.ByteBuffer.allocate(8).putLong(version).array()
 
   def open(dir: File, options: EngineOptions = EngineOptions()): TxEngine = new TxEngine(dir, options)
 

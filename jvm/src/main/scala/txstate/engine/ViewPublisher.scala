@@ -5,9 +5,7 @@ import java.util.concurrent.atomic.{AtomicInteger, AtomicReference}
 import java.util.concurrent.locks.ReentrantReadWriteLock
 
 import scala.collection.mutable
-import scala.util.Using
-
-import org.rocksdb.{ReadOptions, Snapshot}
+import org.rocksdb.Snapshot
 
 /**
  * Hands the last committed version of an engine to readers on other threads, without ever making
@@ -90,13 +88,9 @@ private final class PublishedView(database: LocalDatabase, snapshot: Snapshot, v
 
   def release(): Unit = if (references.decrementAndGet() == 0) database.db.releaseSnapshot(snapshot)
 
-  def get(key: Array[Byte]): Option[Array[Byte]] =
-    Using.resource(new ReadOptions().setSnapshot(snapshot))(ro => Option(database.db.get(database.data, ro, key)))
+  def get(key: Array[Byte]): Option[Array[Byte]] = database.get(Some(snapshot), key)
 
-  def range(range: KeyRange): KeyValueIterator = new RocksRangeIterator(ro => {
-    ro.setSnapshot(snapshot)
-    database.db.newIterator(database.data, ro)
-  }, range)
+  def range(range: KeyRange): KeyValueIterator = database.range(Some(snapshot), range)
 }
 
 /** A reader's handle on a view for one read: closes whatever iterators the reader left open. */
@@ -119,5 +113,5 @@ private final class Lease(view: PublishedView) extends CommittedView with AutoCl
 
   // A view kept past its read would use a released snapshot: fail instead.
   private def ensureOpen(): Unit =
-    if (closed) throw new IllegalStateException("txstate: a committed view was used after its read ended")
+    if (closed) throw EngineErrors.viewUsedAfterRead()
 }

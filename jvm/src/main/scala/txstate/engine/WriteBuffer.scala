@@ -36,7 +36,7 @@ private[engine] final class BytesKey(val bytes: Array[Byte]) {
  *
  * Accounting is exact for the data and estimated for the index (a fixed per-entry overhead for the
  * hash node, key wrapper and array headers, plus the skip-list node once the sorted view exists),
- * which is what bounds JVM memory (DESIGN §3).
+ * which is what bounds JVM memory (docs/ARCHITECTURE.md, "Early commits").
  */
 final class WriteBuffer {
   import WriteBuffer._

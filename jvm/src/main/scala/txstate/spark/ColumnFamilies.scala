@@ -5,7 +5,8 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.collection.mutable
 
-import txstate.engine.{KeyRange, Transaction}
+import txstate.engine.KeyRange
+import txstate.store.StoreBatch
 
 /**
  * Spark column families as key spaces of one RocksDB column family: every key starts with its
@@ -35,8 +36,8 @@ object ColumnFamilies {
 
   private def registryKey(name: String): Array[Byte] = withPrefix(registryId, name.getBytes(UTF_8))
 
-  /** The family ids a transaction sees (registry rows included in its uncommitted writes). */
-  def registered(tx: Transaction): Map[String, Int] = {
+  /** The family ids a batch sees (registry rows included in its uncommitted writes). */
+  def registered(tx: StoreBatch): Map[String, Int] = {
     val found = mutable.Map(defaultName -> defaultId)
     val it = tx.iterator(familyRange(registryId))
     try it.foreach(kv => found(new String(stripPrefix(kv.key), UTF_8)) = ByteBuffer.wrap(kv.value).getInt)
@@ -44,17 +45,17 @@ object ColumnFamilies {
     found.toMap
   }
 
-  /** Registers `name` in the transaction if absent; returns its id. */
-  def create(tx: Transaction, name: String): Int =
+  /** Registers `name` in the batch if absent; returns its id. */
+  def create(tx: StoreBatch, name: String): Int =
     registered(tx).getOrElse(name, {
       val id = (registered(tx).values.max + 1)
-      if (id > maxId) throw new IllegalStateException(s"txstate: too many column families (max $maxId)")
+      if (id > maxId) throw TxStateErrors.tooManyColumnFamilies(name, maxId)
       tx.put(registryKey(name), ByteBuffer.allocate(4).putInt(id).array())
       id
     })
 
   /** Removes the family's rows and its registry entry; false when it does not exist. */
-  def remove(tx: Transaction, name: String): Boolean =
+  def remove(tx: StoreBatch, name: String): Boolean =
     registered(tx).get(name).filter(_ != defaultId) match {
       case Some(id) =>
         val range = familyRange(id)

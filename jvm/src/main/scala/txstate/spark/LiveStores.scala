@@ -8,7 +8,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
 /**
  * The txstate providers loaded in this JVM, by store instance and query run: what interactive
- * queries read (DESIGN §5). A provider registers when it first opens its store and leaves when
+ * queries read (docs/ARCHITECTURE.md, "Interactive queries"). A provider registers when it first opens its store and leaves when
  * it closes, so a store listed here is held by this JVM.
  */
 object LiveStores {

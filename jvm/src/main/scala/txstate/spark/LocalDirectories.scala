@@ -9,20 +9,15 @@ import java.util.UUID
 import org.apache.spark.{SparkEnv, SparkFiles}
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
+import txstate.store.LocalDirectory
+
 /**
  * Where a provider keeps its local RocksDB. With `txstate.localDir` set, each store instance gets
  * a stable directory (named after its checkpoint location) that survives restarts and is reused
  * when its commit point is on the requested lineage; a file lock keeps two providers (in this JVM
  * or another process on the host) out of the same one. Otherwise each provider gets a fresh
- * directory, deleted on close.
+ * directory, deleted on close. The store instance owns what is claimed here and releases it.
  */
-private[spark] final case class LocalDirectory(dir: File, stable: Boolean, lock: Option[(FileChannel, FileLock)]) {
-  def release(): Unit = lock.foreach { case (channel, fileLock) =>
-    fileLock.release()
-    channel.close()
-  }
-}
-
 private[spark] object LocalDirectories {
   def claim(configured: Option[String], storeId: StateStoreId): LocalDirectory = {
     val instanceName = s"op${storeId.operatorId}-part${storeId.partitionId}-${storeId.storeName}"

@@ -5,20 +5,18 @@ import java.util.Locale
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 
 import txstate.engine.EngineOptions
+import txstate.store.{StoreOptions, UncommittedLimits}
 
 /**
  * Our settings, read once from the `spark.sql.streaming.stateStore.txstate.*` keys that Spark
  * hands every provider in `StateStoreConf.sqlConfs`. Unknown keys under our prefix are rejected,
  * so a typo never silently falls back to a default.
+ *
+ * @param localDir            a stable root for local databases, reused after restarts
+ * @param store               what the store layer needs (engine tuning, file naming, snapshots, limits)
+ * @param minVersionsToRetain versions cleanup keeps loadable (Spark's minBatchesToRetain)
  */
-final case class TxStateConf(
-    localDir: Option[String],
-    engine: EngineOptions,
-    checkpointIdsInFileNames: Boolean,
-    snapshotInterval: Int,
-    minVersionsToRetain: Int,
-    maxUncommittedRecords: Option[Long],
-    maxUncommittedBytes: Option[Long])
+final case class TxStateConf(localDir: Option[String], store: StoreOptions, minVersionsToRetain: Int)
 
 object TxStateConf {
   val prefix = "spark.sql.streaming.stateStore.txstate."
@@ -47,15 +45,17 @@ object TxStateConf {
     val defaults = EngineOptions()
     TxStateConf(
       localDir = ours.get("localDir").filter(_.nonEmpty),
-      engine = EngineOptions(
-        blockCacheBytes = mebibytes(ours, "blockCacheSizeMB", defaults.blockCacheBytes),
-        writeBufferBytes = mebibytes(ours, "writeBufferSizeMB", defaults.writeBufferBytes),
-        maxWriteBuffers = int(ours, "maxWriteBufferNumber", defaults.maxWriteBuffers, min = 2)),
-      checkpointIdsInFileNames = conf.enableStateStoreCheckpointIds,
-      snapshotInterval = int(ours, "snapshotInterval", math.max(conf.minDeltasForSnapshot, 1), min = 1),
-      minVersionsToRetain = math.max(conf.minVersionsToRetain, 1),
-      maxUncommittedRecords = limit(ours, "maxUncommittedRecords", None, sized = false),
-      maxUncommittedBytes = limit(ours, "maxUncommittedBytes", Some(64L << 20), sized = true))
+      store = StoreOptions(
+        engine = EngineOptions(
+          blockCacheBytes = mebibytes(ours, "blockCacheSizeMB", defaults.blockCacheBytes),
+          writeBufferBytes = mebibytes(ours, "writeBufferSizeMB", defaults.writeBufferBytes),
+          maxWriteBuffers = int(ours, "maxWriteBufferNumber", defaults.maxWriteBuffers, min = 2)),
+        idsInFileNames = conf.enableStateStoreCheckpointIds,
+        snapshotInterval = int(ours, "snapshotInterval", math.max(conf.minDeltasForSnapshot, 1), min = 1),
+        limits = UncommittedLimits(
+          maxRecords = limit(ours, "maxUncommittedRecords", None, sized = false),
+          maxBytes = limit(ours, "maxUncommittedBytes", Some(64L << 20), sized = true))),
+      minVersionsToRetain = math.max(conf.minVersionsToRetain, 1))
   }
 
   /** A positive limit, -1 for none; with `sized`, a byte size with an optional k/m/g suffix. */

@@ -2,7 +2,7 @@ package txstate.spark
 
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
-/** Every error the provider raises to Spark: what was expected, what was found, what to do. */
+/** Every error the Spark adapter raises: what was expected, what was found, what to do (one place per layer). */
 object TxStateErrors {
   def badSetting(key: String, problem: String): IllegalArgumentException =
     new IllegalArgumentException(s"[TXSTATE_INVALID_SETTING] $key $problem.")
@@ -22,6 +22,20 @@ object TxStateErrors {
 
   def closedStore(operation: String, store: StateStoreId, state: String): IllegalStateException =
     new IllegalStateException(s"[TXSTATE_STORE_NOT_OPEN] $operation on state store $store, which is already $state.")
+
+  def nullRow(operation: String, store: StateStoreId): IllegalArgumentException =
+    new IllegalArgumentException(s"[TXSTATE_NULL_ROW] $operation on state store $store got a null key or value")
+
+  def notInitialized(): IllegalStateException =
+    new IllegalStateException("[TXSTATE_NOT_INITIALIZED] getStore called before init on TxStateStoreProvider")
+
+  def closedProvider(store: StateStoreId): IllegalStateException =
+    new IllegalStateException(
+      s"[TXSTATE_STORE_CLOSED] the provider of state store $store was closed (Spark unloaded it); Spark opens a new one")
+
+  def tooManyColumnFamilies(name: String, max: Int): IllegalStateException =
+    new IllegalStateException(
+      s"[TXSTATE_TOO_MANY_COLUMN_FAMILIES] cannot create column family '$name': a store holds at most $max")
 
   def busy(store: StateStoreId, waitedMs: Long, holder: String): IllegalStateException =
     new IllegalStateException(

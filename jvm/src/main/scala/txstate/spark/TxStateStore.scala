@@ -4,36 +4,36 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
-import txstate.engine.{KeyRange, KeyValueIterator, Transaction}
-import txstate.store.{CommitReport, LoadPath, LoadReport}
+import txstate.engine.{KeyRange, KeyValueIterator}
+import txstate.store.{LoadPath, StoreBatch}
 
 /**
- * One version of one store instance as Spark sees it, for one task: reads and writes go through a
- * transaction (read-your-writes), `commit()` makes it durable, `abort()` drops it.
+ * One version of one store instance as Spark sees it, for one task: Spark's rows and column
+ * families over a store-level [[StoreBatch]] (read-your-writes, early commits past the limits),
+ * `commit()` makes it durable, `abort()` drops it.
  *
  * Read-only views (`getReadStore`) refuse writes; `upgradeReadStoreToWriteStore` hands their
- * transaction to a writable store without reloading anything.
+ * batch to a writable store without reloading anything.
+ *
+ * @param codecs  the provider's row codecs by column family (they outlive one batch)
+ * @param events  what the provider learns from this store: a commit (to report to Spark's
+ *                coordinator) and the end of the batch (the next task may open one)
  */
 private[spark] final class TxStateStore(
-    provider: TxStateStoreProvider,
     val id: StateStoreId,
-    val version: Long,
-    tx: Transaction,
-    load: LoadReport,
+    tx: StoreBatch,
+    codecs: RowCodecs,
+    idsInFileNames: Boolean,
     readOnly: Boolean,
-    forceSnapshot: Boolean) extends StateStore {
+    forceSnapshot: Boolean,
+    events: TxStateStore.Events) extends StateStore {
 
   import TxStateStore._
 
   private var state: Lifecycle = Open
-  private var commitReport: Option[CommitReport] = None
-  private var snapshotActivity = SnapshotActivity.none
-  private var earlyCommits = 0L
-  private var earlyCommitEntries = 0L
-  private var earlyCommitBytes = 0L
-  private var peakEntries = 0L
-  private var peakBytes = 0L
   private var familyIds: Map[String, Int] = ColumnFamilies.registered(tx)
+
+  val version: Long = tx.base.version
 
   // ---- reads --------------------------------------------------------------------------------
 
@@ -82,18 +82,17 @@ private[spark] final class TxStateStore(
 
   override def registerColFamily(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit =
-    provider.registerCodec(colFamilyName, new RowCodec(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+    codecs.register(colFamilyName, new RowCodec(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
 
   // ---- writes -------------------------------------------------------------------------------
 
   override def createColFamilyIfAbsent(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit = {
     writable("createColFamilyIfAbsent")
-    provider.registerCodec(colFamilyName, new RowCodec(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+    codecs.register(colFamilyName, new RowCodec(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
     if (!familyIds.contains(colFamilyName)) {
       ColumnFamilies.create(tx, colFamilyName)
       familyIds = ColumnFamilies.registered(tx)
-      track()
     }
   }
 
@@ -104,7 +103,6 @@ private[spark] final class TxStateStore(
     }
     val removed = ColumnFamilies.remove(tx, colFamilyName)
     familyIds = ColumnFamilies.registered(tx)
-    track()
     removed
   }
 
@@ -114,14 +112,12 @@ private[spark] final class TxStateStore(
     val (familyId, codec) = family(colFamilyName, "put")
     val stored = if (codec.multiValued) codec.encodeValues(Seq(value)) else codec.encodeValue(value)
     tx.put(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key)), stored)
-    track()
   }
 
   override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
     writable("putList")
     val (familyId, codec) = multiFamily(colFamilyName, "putList")
     tx.put(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key)), codec.encodeValues(values.toSeq))
-    track()
   }
 
   override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
@@ -133,14 +129,12 @@ private[spark] final class TxStateStore(
     val storedKey = ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))
     val existing = tx.get(storedKey).getOrElse(Array.emptyByteArray)
     tx.put(storedKey, codec.appendValues(existing, values.toSeq))
-    track()
   }
 
   override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
     writable("remove")
     val (familyId, codec) = family(colFamilyName, "remove")
     tx.delete(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key)))
-    track()
   }
 
   override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit = {
@@ -152,30 +146,27 @@ private[spark] final class TxStateStore(
     }
     tx.deleteRange(ColumnFamilies.withPrefix(familyId, codec.encodeKey(beginKey)),
       ColumnFamilies.withPrefix(familyId, codec.encodeKey(endKey)))
-    track()
   }
 
   // ---- lifecycle ----------------------------------------------------------------------------
 
   override def commit(): Long = {
     writable("commit")
-    val report = provider.commit(tx, forceSnapshot)
-    commitReport = Some(report)
-    snapshotActivity = provider.drainSnapshotActivity()
+    val report = tx.commit(forceSnapshot)
     finish(Committed)
+    events.committed(report.version)
     report.version
   }
 
   override def abort(): Unit = state match {
     case Open =>
-      try provider.abort(tx) finally finish(Aborted)
+      try tx.abort() finally finish(Aborted)
     case _ => () // Spark aborts from task completion listeners after a commit or a release too
   }
 
   override def release(): Unit = state match {
     case Open if readOnly =>
-      tx.discard()
-      finish(Released)
+      try tx.discard() finally finish(Released)
     case Open => throw TxStateErrors.unsupported("release", id, "a write store ends with commit() or abort()")
     case _ => ()
   }
@@ -184,26 +175,34 @@ private[spark] final class TxStateStore(
 
   override def metrics: StateStoreMetrics = {
     val registryRows = familyIds.size - 1
+    val stats = tx.stats
+    val load = tx.loaded
+    val nativeMemory = tx.nativeMemoryBytes
     val custom: Map[StateStoreCustomMetric, Long] = Map(
-      TxStateMetrics.commitLatencyMs -> commitReport.fold(0L)(_.durationMs),
-      TxStateMetrics.changelogBytes -> commitReport.fold(0L)(_.changelogBytes),
+      TxStateMetrics.commitLatencyMs -> stats.commit.fold(0L)(_.durationMs),
+      TxStateMetrics.changelogBytes -> stats.commit.fold(0L)(_.changelogBytes),
       TxStateMetrics.loadLatencyMs -> load.durationMs,
       TxStateMetrics.changelogsReplayed -> load.changelogsReplayed.toLong,
       TxStateMetrics.rollbacks -> (if (load.path == LoadPath.RolledBack) 1L else 0L),
       TxStateMetrics.rebuilds -> (if (load.path == LoadPath.Rebuilt && load.version > 0) 1L else 0L),
-      TxStateMetrics.uncommittedEntries -> peakEntries,
-      TxStateMetrics.uncommittedBytes -> peakBytes,
-      TxStateMetrics.earlyCommits -> earlyCommits,
-      TxStateMetrics.earlyCommitEntries -> earlyCommitEntries,
-      TxStateMetrics.earlyCommitBytes -> earlyCommitBytes,
-      TxStateMetrics.nativeMemoryBytes -> provider.nativeMemoryUsed,
-      TxStateMetrics.snapshotUploadedBytes -> snapshotActivity.uploadedBytes,
-      TxStateMetrics.snapshotReusedBytes -> snapshotActivity.reusedBytes,
-      TxStateMetrics.snapshotLagVersions -> provider.snapshotLag)
-    StateStoreMetrics(tx.numKeys - registryRows, tx.uncommittedBytes + provider.nativeMemoryUsed, custom)
+      TxStateMetrics.uncommittedEntries -> stats.peakEntries,
+      TxStateMetrics.uncommittedBytes -> stats.peakBytes,
+      TxStateMetrics.earlyCommits -> stats.earlyCommits,
+      TxStateMetrics.earlyCommitEntries -> stats.earlyCommitEntries,
+      TxStateMetrics.earlyCommitBytes -> stats.earlyCommitBytes,
+      TxStateMetrics.nativeMemoryBytes -> nativeMemory,
+      TxStateMetrics.snapshotUploadedBytes -> stats.snapshotActivity.uploadedBytes,
+      TxStateMetrics.snapshotReusedBytes -> stats.snapshotActivity.reusedBytes,
+      TxStateMetrics.snapshotLagVersions -> stats.snapshotLagVersions)
+    StateStoreMetrics(tx.numKeys - registryRows, tx.uncommittedBytes + nativeMemory, custom)
   }
 
-  override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = provider.checkpointInfo(tx.base, hasCommitted)
+  /** After a commit: the new version and id built on the base; before it, the loaded version. */
+  override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = {
+    val (point, baseId) = tx.stats.commit.fold((tx.base, Option.empty[String]))(c => (c.point, tx.base.checkpointId))
+    if (idsInFileNames) StateStoreCheckpointInfo(id.partitionId, point.version, point.checkpointId, baseId)
+    else StateStoreCheckpointInfo(id.partitionId, point.version, None, None)
+  }
 
   // ---- internals ----------------------------------------------------------------------------
 
@@ -213,33 +212,19 @@ private[spark] final class TxStateStore(
   private[spark] def upgrade(): TxStateStore = {
     if (state != Open) throw TxStateErrors.closedStore("upgradeReadStoreToWriteStore", id, state.toString)
     state = Upgraded
-    new TxStateStore(provider, id, version, tx, load, readOnly = false, forceSnapshot)
+    new TxStateStore(id, tx, codecs, idsInFileNames, readOnly = false, forceSnapshot, events)
   }
 
   private def finish(next: Lifecycle): Unit = {
     state = next
-    provider.storeFinished(this)
-  }
-
-  private def track(): Unit = {
-    val entries = tx.uncommittedEntries
-    val bytes = tx.uncommittedBytes
-    if (entries > peakEntries) peakEntries = entries
-    if (bytes > peakBytes) peakBytes = bytes
-    if (provider.overLimit(entries, bytes)) {
-      provider.spill(tx).foreach { report =>
-        earlyCommits += 1
-        earlyCommitEntries += report.entries
-        earlyCommitBytes += report.segmentBytes
-      }
-    }
+    events.ended()
   }
 
   private def family(name: String, operation: String): (Int, RowCodec) = {
     // An upgraded read store stays readable: Spark reads through it while the write store writes.
     if (state != Open && state != Upgraded) throw TxStateErrors.closedStore(operation, id, state.toString)
     val familyId = familyIds.getOrElse(name, throw TxStateErrors.unknownColumnFamily(name, id, familyIds.keys))
-    (familyId, provider.codec(name).getOrElse(
+    (familyId, codecs.get(name).getOrElse(
       throw TxStateErrors.unsupported(operation, id, s"column family '$name' has no schema registered in this task")))
   }
 
@@ -258,9 +243,7 @@ private[spark] final class TxStateStore(
   }
 
   private def requireNonNull(key: UnsafeRow, value: UnsafeRow, operation: String): Unit =
-    if (key == null || value == null) {
-      throw new IllegalArgumentException(s"[TXSTATE_NULL_ROW] $operation on state store $id got a null key or value")
-    }
+    if (key == null || value == null) throw TxStateErrors.nullRow(operation, id)
 
   private def prefixPairs(prefixKey: UnsafeRow, name: String, operation: String, multi: Boolean)
       : StateStoreIterator[UnsafeRowPair] = {
@@ -301,6 +284,14 @@ private[spark] final class TxStateStore(
 }
 
 private[spark] object TxStateStore {
+  /** The narrow way back from a store to the provider that opened it. */
+  trait Events {
+    /** The batch committed `version` (the provider reports it to Spark's coordinator). */
+    def committed(version: Long): Unit
+    /** The batch ended (committed, aborted, released): the provider may open the next one. */
+    def ended(): Unit
+  }
+
   sealed trait Lifecycle
   case object Open extends Lifecycle { override def toString = "open" }
   case object Committed extends Lifecycle { override def toString = "committed" }

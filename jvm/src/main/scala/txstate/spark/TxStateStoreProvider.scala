@@ -1,7 +1,6 @@
 package txstate.spark
 
-import java.io.File
-import java.util.concurrent.{ConcurrentHashMap, Semaphore, TimeUnit}
+import java.util.concurrent.{Semaphore, TimeUnit}
 
 import scala.util.control.NonFatal
 
@@ -12,17 +11,17 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.StoreCheckpoint
-import txstate.engine.{ChangeRecord, CommitPoint, CommittedView, Transaction, TxEngine}
-import txstate.store.{CommitReport, LoadReport, SpillReport, StoreInstance}
+import txstate.engine.{ChangeRecord, CommittedView}
+import txstate.store.{LoadRequest, StoreInstance}
 
 /**
  * Spark's entry point: `spark.sql.streaming.stateStore.providerClass=txstate.spark.TxStateStoreProvider`.
  *
- * One provider per store instance per executor. It owns the instance's local transactional engine
- * and its checkpoint files, opens one store (transaction) at a time for the task that asks, and
- * reports commits to Spark's coordinator. Spark builds providers on the driver only to read
- * `supportedCustomMetrics`, so construction does nothing; all work waits for `init`/`getStore`.
+ * One provider per store instance per executor. It opens the instance (the store layer owns the
+ * engine, checkpoint files and local directory), opens one store (a batch) at a time for the task
+ * that asks, and reports commits and snapshots to Spark's coordinator. Spark builds providers on
+ * the driver only to read `supportedCustomMetrics`, so construction does nothing; all work waits
+ * for `init`/`getStore`.
  */
 class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedReplay {
   private val log = LoggerFactory.getLogger(classOf[TxStateStoreProvider])
@@ -32,10 +31,9 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
   private var hadoopConf: Configuration = _
   private var conf: TxStateConf = _
   private var schema: StoreSchema = _
-  private var localDir: Option[LocalDirectory] = None
+  private var codecs: RowCodecs = _
   @volatile private var instanceOpt: Option[StoreInstance] = None
-  private val snapshotActivity = new java.util.concurrent.atomic.AtomicReference(SnapshotActivity.none)
-  private val codecs = new ConcurrentHashMap[String, RowCodec]()
+  @volatile private var closed = false
   private val inUse = new Semaphore(1)
   @volatile private var holder: Option[String] = None
 
@@ -54,24 +52,23 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     this.hadoopConf = hadoopConf
     this.conf = TxStateConf.from(storeConfs)
     this.schema = StoreSchema(keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey)
-    codecs.put(ColumnFamilies.defaultName, schema.codec)
+    this.codecs = new RowCodecs(schema.codec)
   }
 
   override def stateStoreId: StateStoreId = storeId
 
   override def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): StateStore =
-    open(version, readOnly = false, forceSnapshotOnCommit)(inst =>
-      if (loadEmpty) inst.loadEmpty(version) else inst.load(version, uniqueId))
+    open(if (loadEmpty) LoadRequest.Empty(version) else LoadRequest.AtVersion(version, uniqueId),
+      readOnly = false, forceSnapshotOnCommit)
 
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
-    open(version, readOnly = true, forceSnapshot = false)(_.load(version, uniqueId))
+    open(LoadRequest.AtVersion(version, uniqueId), readOnly = true, forceSnapshot = false)
 
   /** State data source with `snapshotStartBatchId`: the snapshot of `snapshotVersion`, then changelogs. */
   override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore =
-    open(endVersion, readOnly, forceSnapshot = false)(
-      _.loadFromSnapshot(snapshotVersion, endVersion, endVersionStateStoreCkptId))
+    open(LoadRequest.FromSnapshot(snapshotVersion, endVersion, endVersionStateStoreCkptId), readOnly, forceSnapshot = false)
 
   override def replayReadStateFromSnapshot(snapshotVersion: Long, endVersion: Long,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): ReadStateStore =
@@ -86,7 +83,7 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
       throw TxStateErrors.unsupported("readChangeFeed", storeId,
         s"the change feed covers the default column family only, not '$family'")
     }
-    val rowCodec = codec(family).getOrElse(throw TxStateErrors.unknownColumnFamily(family, storeId, Nil))
+    val rowCodec = codecs.get(family).getOrElse(throw TxStateErrors.unknownColumnFamily(family, storeId, Nil))
     val familyRange = ColumnFamilies.familyRange(ColumnFamilies.defaultId)
     instance.changesBetween(startVersion, endVersion, endVersionStateStoreCkptId).collect {
       case (v, ChangeRecord.Put(k, value)) if familyRange.contains(k) =>
@@ -114,10 +111,8 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
   override def doSnapshotMaintenance(): Unit = instanceOpt.foreach { inst =>
     // A failed upload only delays the next snapshot (changelogs keep every version loadable);
     // throwing would make Spark unload this provider.
-    try inst.uploadSnapshot().foreach { report =>
-      snapshotActivity.accumulateAndGet(SnapshotActivity(report.uploadedBytes, report.reusedBytes, report.version), _ + _)
-      reportSnapshotUploaded(report.version)
-    } catch { case NonFatal(e) => log.warn(s"txstate: snapshot upload of $storeId failed; will retry with the next one", e) }
+    try inst.uploadSnapshot().foreach(report => reportSnapshotUploaded(report.version))
+    catch { case NonFatal(e) => log.warn(s"txstate: snapshot upload of $storeId failed; will retry with the next one", e) }
   }
 
   /** Deletes checkpoint files older than what minBatchesToRetain needs (Spark's cleanup thread). */
@@ -132,91 +127,48 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     doCleanupMaintenance()
   }
 
+  /**
+   * Unloads the store instance. A task still using it keeps it: the instance closes when that
+   * task's batch ends, never under it. This provider opens nothing after close.
+   */
   override def close(): Unit = {
+    closed = true
     if (storeId != null) LiveStores.unregister(storeId, this)
-    val acquired = inUse.tryAcquire(closeWaitMs, TimeUnit.MILLISECONDS)
-    if (!acquired) log.warn(s"txstate: closing $storeId while ${holder.getOrElse("a task")} still uses it")
-    try instanceOpt.foreach(_.close())
-    finally {
-      instanceOpt.foreach(_.checkpoint.close())
-      instanceOpt = None
-      localDir.foreach { d =>
-        if (!d.stable) deleteQuietly(d.dir)
-        d.release()
-      }
-      localDir = None
-      if (acquired) inUse.release()
-    }
+    instanceOpt.foreach(_.close())
+    instanceOpt = None
   }
 
   /**
    * Runs `read` against the last committed version of the default column family, from any thread
    * (interactive queries); None when this provider has no committed view to offer.
    */
-  def readCommitted[T](waitMs: Long)(read: (RowCodec, CommittedView) => T): Option[T] =
+  def readCommittedView[T](waitMs: Long)(read: (RowCodec, CommittedView) => T): Option[T] =
     for {
       inst <- instanceOpt
-      rowCodec <- codec(ColumnFamilies.defaultName)
-      answer <- inst.readCommitted(waitMs)(view => read(rowCodec, view))
+      rowCodec <- codecs.get(ColumnFamilies.defaultName)
+      answer <- inst.readCommittedView(waitMs)(view => read(rowCodec, view))
     } yield answer
-
-  // ---- used by TxStateStore -----------------------------------------------------------------
-
-  private[spark] def codec(family: String): Option[RowCodec] = Option(codecs.get(family))
-
-  private[spark] def registerCodec(family: String, codec: RowCodec): Unit = codecs.put(family, codec)
-
-  private[spark] def nativeMemoryUsed: Long = instanceOpt.fold(0L)(_.nativeMemoryUsed)
-
-  private[spark] def overLimit(entries: Long, bytes: Long): Boolean =
-    conf.maxUncommittedRecords.exists(entries > _) || conf.maxUncommittedBytes.exists(bytes > _)
-
-  private[spark] def spill(tx: Transaction): Option[SpillReport] = instance.spill(tx)
-
-  private[spark] def abort(tx: Transaction): Unit = instance.abort(tx)
-
-  private[spark] def drainSnapshotActivity(): SnapshotActivity = snapshotActivity.getAndSet(SnapshotActivity.none)
-
-  private[spark] def snapshotLag: Long = instanceOpt.fold(0L)(i => math.max(i.committed.version - i.newestSnapshot, 0L))
-
-  private[spark] def commit(tx: Transaction, forceSnapshot: Boolean): CommitReport = {
-    val report = instance.commit(tx, forceSnapshot)
-    if (storeConf.commitValidationEnabled) StateStore.reportCommitToCoordinator(report.version, storeId, hadoopConf)
-    report
-  }
-
-  /** After a commit: the new version and id built on `base`; before it, the loaded version. */
-  private[spark] def checkpointInfo(base: CommitPoint, committed: Boolean): StateStoreCheckpointInfo = {
-    val point = if (committed) instance.committed else base
-    if (conf.checkpointIdsInFileNames) {
-      StateStoreCheckpointInfo(storeId.partitionId, point.version, point.checkpointId,
-        if (committed) base.checkpointId else None)
-    } else StateStoreCheckpointInfo(storeId.partitionId, point.version, None, None)
-  }
-
-  private[spark] def storeFinished(store: TxStateStore): Unit = {
-    holder = None
-    inUse.release()
-  }
 
   // ---- internals ----------------------------------------------------------------------------
 
-  private def open(version: Long, readOnly: Boolean, forceSnapshot: Boolean)(load: StoreInstance => LoadReport)
-      : TxStateStore = {
-    if (storeId == null) {
-      throw new IllegalStateException("[TXSTATE_NOT_INITIALIZED] getStore called before init on TxStateStoreProvider")
-    }
+  private def open(request: LoadRequest, readOnly: Boolean, forceSnapshot: Boolean): TxStateStore = {
+    if (storeId == null) throw TxStateErrors.notInitialized()
     acquire()
     try {
-      val inst = instance
-      val report = load(inst)
-      abortWhenTaskEnds(new TxStateStore(this, storeId, version, inst.begin(), report, readOnly, forceSnapshot))
+      val batch = instance.openBatch(request)
+      abortWhenTaskEnds(new TxStateStore(storeId, batch, codecs, conf.store.idsInFileNames, readOnly, forceSnapshot,
+        batchEvents))
     } catch {
       case NonFatal(e) =>
-        holder = None
-        inUse.release()
+        releaseHold()
         throw e
     }
+  }
+
+  private val batchEvents = new TxStateStore.Events {
+    def committed(version: Long): Unit =
+      if (storeConf.commitValidationEnabled) StateStore.reportCommitToCoordinator(version, storeId, hadoopConf)
+    def ended(): Unit = releaseHold()
   }
 
   /** A task that fails between getStore and commit must not keep the store locked. */
@@ -236,20 +188,15 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
       s"task ${t.taskAttemptId()} (stage ${t.stageId()}, partition ${t.partitionId()})"))
   }
 
+  private def releaseHold(): Unit = {
+    holder = None
+    inUse.release()
+  }
+
   private def instance: StoreInstance = instanceOpt.getOrElse {
-    val claimed = LocalDirectories.claim(conf.localDir, storeId)
-    localDir = Some(claimed)
-    val checkpoint = new StoreCheckpoint(storeId.storeCheckpointLocation(), hadoopConf)
-    val inst =
-      try new StoreInstance(claimed.dir, checkpoint, conf.engine, conf.checkpointIdsInFileNames, conf.snapshotInterval,
-        storeId.toString)
-      catch {
-        case NonFatal(e) =>
-          checkpoint.close()
-          claimed.release()
-          localDir = None
-          throw e
-      }
+    if (closed) throw TxStateErrors.closedProvider(storeId)
+    val inst = StoreInstance.open(LocalDirectories.claim(conf.localDir, storeId), storeId.storeCheckpointLocation(),
+      hadoopConf, conf.store, s"state store $storeId")
     instanceOpt = Some(inst)
     LiveStores.register(storeId, TxStateSparkBridge.runId(hadoopConf), this)
     writeSchemaFile()
@@ -266,13 +213,11 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
 
   private def reportSnapshotUploaded(version: Long): Unit =
     try TxStateSparkBridge.reportSnapshotUploaded(storeId, hadoopConf, version)
-    catch { case NonFatal(e) => log.debug(s"txstate: could not report the snapshot of $storeId to Spark", e) }
-
-  private def deleteQuietly(dir: File): Unit =
-    try TxEngine.delete(dir)
-    catch { case NonFatal(e) => log.warn(s"txstate: could not delete local state directory $dir", e) }
+    catch {
+      case NonFatal(e) => log.warn(s"txstate: could not report the snapshot of version $version of $storeId to " +
+        "Spark's coordinator; it may report this store as lagging", e)
+    }
 
   private def storedFileGraceMs: Long = 10L * 60 * 1000
   private def acquireWaitMs: Long = 60000L
-  private def closeWaitMs: Long = 10000L
 }

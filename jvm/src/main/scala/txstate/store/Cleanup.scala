@@ -24,34 +24,37 @@ private[store] object Cleanup {
   private val log = LoggerFactory.getLogger(getClass)
 
   def run(checkpoint: StoreCheckpoint, idsInFileNames: Boolean, minVersionsToRetain: Int, graceMs: Long,
-      describe: String): Option[CleanupReport] = {
+      store: String): Unit = {
     val stale = checkpoint.staleTemporaryFiles(System.currentTimeMillis() - graceMs)
     stale.foreach(checkpoint.delete)
-    if (stale.nonEmpty) log.info(s"txstate: deleted ${stale.size} temporary files that killed writers left in $describe")
+    if (stale.nonEmpty) log.info(s"txstate: deleted ${stale.size} temporary files that killed writers left in $store")
     val changelogs = checkpoint.changelogs()
-    if (changelogs.isEmpty) None
-    else {
+    if (changelogs.nonEmpty) {
       val oldestToKeep = changelogs.map(_.version).max - math.max(minVersionsToRetain, 1) + 1
       val snapshots = checkpoint.snapshots()
       val anchor = snapshots.map(_.version).distinct.filter(_ <= oldestToKeep).sorted.reverse
-        .find(v => onLiveLineage(checkpoint, idsInFileNames, v, changelogs, snapshots))
-      anchor.map(v => deleteBelow(checkpoint, v, changelogs, snapshots, graceMs, describe))
+        .find(v => onLiveLineage(checkpoint, idsInFileNames, v, changelogs, snapshots, store))
+      anchor.foreach(v => deleteBelow(checkpoint, v, changelogs, snapshots, graceMs, store))
     }
   }
 
   private def onLiveLineage(checkpoint: StoreCheckpoint, idsInFileNames: Boolean, version: Long,
-      changelogs: Seq[CheckpointEntry], snapshots: Seq[CheckpointEntry]): Boolean = {
+      changelogs: Seq[CheckpointEntry], snapshots: Seq[CheckpointEntry], store: String): Boolean = {
     val snapshotIds = snapshots.filter(_.version == version).flatMap(_.id).toSet
     try {
       if (idsInFileNames) {
         val attempts = changelogs.filter(_.version == version).flatMap(_.id).toSet
         attempts.nonEmpty && attempts.subsetOf(snapshotIds)
-      } else snapshotIds.contains(checkpoint.readChangelogHeader(version, None).changelogId)
-    } catch { case NonFatal(_) => false }
+      } else snapshotIds.contains(checkpoint.readChangelogHeader(version, None).checkpointId)
+    } catch {
+      case NonFatal(e) =>
+        log.warn(s"txstate: cleanup of $store keeps the files below version $version: its lineage cannot be checked", e)
+        false
+    }
   }
 
   private def deleteBelow(checkpoint: StoreCheckpoint, anchor: Long, changelogs: Seq[CheckpointEntry],
-      snapshots: Seq[CheckpointEntry], graceMs: Long, describe: String): CleanupReport = {
+      snapshots: Seq[CheckpointEntry], graceMs: Long, store: String): Unit = {
     // Below the anchor only: its own changelog names the id a format-v1 load of that version checks.
     // Segments go with their version (committed ones are covered, aborted attempts' never mattered).
     val oldChangelogs = changelogs.filter(_.version < anchor) ++ checkpoint.segments().filter(_.version < anchor)
@@ -60,17 +63,21 @@ private[store] object Cleanup {
     oldSnapshots.foreach(e => checkpoint.delete(e.path))
     val referenced = keptSnapshots.flatMap { e =>
       try checkpoint.readManifest(e.version, e.id.getOrElse("")).files.map(_.storedName)
-      catch { case NonFatal(_) => Seq.empty } // an unreadable manifest is not a snapshot anyone can load
+      catch {
+        case NonFatal(e) => // an unreadable manifest is not a snapshot anyone can load: its files may go
+          log.warn(s"txstate: cleanup of $store ignores the unreadable snapshot manifest ${e.getMessage}")
+          Seq.empty
+      }
     }.toSet
     val cutoff = System.currentTimeMillis() - graceMs
     val orphans = checkpoint.storedFiles().filter { status =>
       !referenced.contains(status.getPath.getName) && status.getModificationTime < cutoff
     }
     orphans.foreach(status => checkpoint.delete(status.getPath))
-    val report = CleanupReport(oldChangelogs.size, oldSnapshots.size, orphans.size, anchor)
     if (oldChangelogs.nonEmpty || oldSnapshots.nonEmpty || orphans.nonEmpty) {
-      log.info(s"txstate: cleaned up the checkpoint of $describe: $report")
+      log.info(s"txstate: cleaned up the checkpoint of $store: deleted ${oldChangelogs.size} changelogs and segments, " +
+        s"${oldSnapshots.size} snapshot manifests and ${orphans.size} stored files; every version from $anchor on " +
+        "stays loadable")
     }
-    report
   }
 }

@@ -58,8 +58,7 @@ private[store] final class SnapshotStager(stagingRoot: File, checkpoint: StoreCh
             file
         }
       }
-      val id = staged.point.checkpointId.getOrElse(
-        throw new IllegalStateException(s"txstate: staged snapshot of version ${staged.point.version} has no changelog id"))
+      val id = staged.point.checkpointId.getOrElse(throw StoreErrors.stagedSnapshotWithoutId(staged.point.version))
       val manifest = SnapshotManifest(staged.point.version, id, staged.point.numKeys, staged.point.commitTimeMs, files)
       checkpoint.writeManifest(manifest)
       (manifest, SnapshotReport(manifest.version, copied, reused, files.size, (System.nanoTime() - start) / 1000000))

@@ -21,7 +21,7 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
     ChangeRecord.Put(b("big"), Array.tabulate(70000)(_.toByte)), // larger than the write buffer
     ChangeRecord.Delete(b("gone")))
 
-  private val header = ChangelogHeader(version = 7, changelogId = "id-7", baseChangelogId = Some("id-6"),
+  private val header = ChangelogHeader(version = 7, checkpointId = "id-7", baseCheckpointId = Some("id-6"),
     numKeys = 12345, commitTimeMs = 1700000000000L)
 
   private def describe(r: ChangeRecord): String = r match {
@@ -69,7 +69,7 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
   test("an empty changelog of a root version round-trips") {
     val cp = newCheckpoint()
     try {
-      val root = header.copy(version = 1, baseChangelogId = None, numKeys = 0)
+      val root = header.copy(version = 1, baseCheckpointId = None, numKeys = 0)
       cp.writeChangelog(root, Some("abc"), Iterator.empty)
       assert(cp.changelogPath(1, Some("abc")).getName == "1_abc.txlog")
       val log = cp.readChangelog(1, Some("abc"))
@@ -194,7 +194,7 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
     val cp = newCheckpoint()
     try {
       writeOne(cp)
-      val rerun = header.copy(changelogId = "id-7-rerun")
+      val rerun = header.copy(checkpointId = "id-7-rerun")
       cp.writeChangelog(rerun, None, Iterator(ChangeRecord.Delete(b("x"))))
       val log = cp.readChangelog(7, None)
       assert(log.header == rerun)

@@ -6,14 +6,14 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
 
-/** Readers on other threads see only committed versions (interactive queries, DESIGN §5). */
+/** Readers on other threads see only committed versions (docs/ARCHITECTURE.md, "Interactive queries"). */
 final class CommittedViewTest extends AnyFunSuite with TempDirectories {
   import EngineTestKit._
 
   private def rows(engine: TxEngine): Option[(Long, Vector[(String, String)])] =
     engine.readCommittedView(1000)(view => (view.point.version, strings(view.range(KeyRange.all))))
 
-  test("the view follows commits, never a spilled sub-batch of an open version, and never goes back") {
+  test("the view follows commits, never a early-committed sub-batch of an open version, and never goes back") {
     withEngine(newTempPath("db")) { engine =>
       assert(rows(engine).contains(0L -> Vector.empty))
       commitWith(engine)(tx => Seq("a", "b").foreach(k => tx.put(b(k), b("1"))))
@@ -22,11 +22,11 @@ final class CommittedViewTest extends AnyFunSuite with TempDirectories {
       val tx = engine.begin()
       tx.put(b("a"), b("2"))
       tx.put(b("c"), b("2"))
-      engine.spill(tx)
+      engine.earlyCommit(tx)
       tx.delete(b("b"))
-      engine.spill(tx)
+      engine.earlyCommit(tx)
       assert(engine.inFlight.contains(2L))
-      assert(rows(engine).contains(1L -> Vector("a" -> "1", "b" -> "1")), "a spilled sub-batch leaked into the view")
+      assert(rows(engine).contains(1L -> Vector("a" -> "1", "b" -> "1")), "a early-committed sub-batch leaked into the view")
       assert(engine.readCommittedView(1000)(_.get(b("c"))).contains(None))
 
       engine.commit(tx, point(2, tx.numKeys))

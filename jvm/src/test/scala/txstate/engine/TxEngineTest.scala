@@ -1,5 +1,8 @@
 package txstate.engine
 
+import scala.util.Using
+
+import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, ColumnFamilyOptions, DBOptions, FlushOptions, RocksDB}
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
@@ -190,5 +193,33 @@ final class TxEngineTest extends AnyFunSuite with TempDirectories {
     engine.close() // idempotent
     val e = intercept[IllegalStateException](engine.begin())
     assert(e.getMessage.contains(dir.toString))
+  }
+
+  test("an engine that cannot read its commit point closes everything it opened, so RocksDB's LOCK is free again") {
+    val dir = newTempPath("db")
+    TxEngine.open(dir).close()
+    // Damage the commit point with real RocksDB: an encoding no build writes.
+    RocksDB.loadLibrary()
+    Using.Manager { use =>
+      val cfOptions = use(new ColumnFamilyOptions())
+      val dbOptions = use(new DBOptions())
+      val descriptors = java.util.List.of(
+        new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cfOptions),
+        new ColumnFamilyDescriptor(b("data"), cfOptions),
+        new ColumnFamilyDescriptor(b("commit"), cfOptions))
+      val handles = new java.util.ArrayList[ColumnFamilyHandle]()
+      val db = use(RocksDB.open(dbOptions, dir.getAbsolutePath, descriptors, handles))
+      handles.forEach(h => use(h))
+      db.put(handles.get(2), b("committed"), java.nio.ByteBuffer.allocate(4).putInt(99).array())
+      Using.resource(new FlushOptions().setWaitForFlush(true))(fo => db.flush(fo, handles.get(2)))
+    }.get
+
+    val e = intercept[LocalStateException](TxEngine.open(dir))
+    assert(e.errorCode == "TXSTATE_UNREADABLE_COMMIT_POINT" && e.getMessage.contains(dir.toString), e.getMessage)
+    // Before the fix the failed open kept RocksDB open: this second open died on the LOCK.
+    val again = intercept[LocalStateException](TxEngine.open(dir))
+    assert(again.errorCode == "TXSTATE_UNREADABLE_COMMIT_POINT", again.getMessage)
+    TxEngine.delete(dir) // what the message tells the user to do
+    withEngine(dir)(engine => assert(engine.committed == CommitPoint.empty))
   }
 }

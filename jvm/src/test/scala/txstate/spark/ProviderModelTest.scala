@@ -134,7 +134,7 @@ final class ProviderModelTest extends AnyFunSuite with ProviderFixture {
       }
     }
     assert(versions.size == 13)
-    for (v <- 10 to 12) { // latest - minBatchesToRetain + 1 .. latest (DESIGN §7.8)
+    for (v <- 10 to 12) { // latest - minBatchesToRetain + 1 .. latest (Spark reads batch X through version X + 1)
       withProvider(newProvider(root, keySchema, valueSchema, settings = conf)) { p =>
         val store = p.getReadStore(v)
         try assert(read(store) == versions(v), s"version $v")

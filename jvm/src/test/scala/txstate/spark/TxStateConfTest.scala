@@ -33,9 +33,9 @@ final class TxStateConfTest extends AnyFunSuite with ProviderFixture {
       TxStateConf.prefix + "blockCacheSizeMB" -> "32",
       TxStateConf.prefix + "writeBufferSizeMB" -> " 4 ",
       TxStateConf.prefix + "maxWriteBufferNumber" -> "5"))
-    assert(conf.engine.blockCacheBytes == (32L << 20))
-    assert(conf.engine.writeBufferBytes == (4L << 20))
-    assert(conf.engine.maxWriteBuffers == 5)
+    assert(conf.store.engine.blockCacheBytes == (32L << 20))
+    assert(conf.store.engine.writeBufferBytes == (4L << 20))
+    assert(conf.store.engine.maxWriteBuffers == 5)
   }
 
   test("Spark's own state store settings are not mistaken for ours") {

@@ -8,22 +8,20 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
-import txstate.checkpoint.StoreCheckpoint
-import txstate.engine.{EngineOptions, KeyRange, Transaction}
+import txstate.engine.{KeyRange, TxEngine}
 
-/** Bounded memory (DESIGN §3): early commits of an open version, and undoing them. */
+/** Bounded memory (docs/ARCHITECTURE.md, "Early commits"): early commits of an open version, and undoing them. */
 class EarlyCommitTest extends AnyFunSuite with TempDirectories {
   private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
   private def str(a: Array[Byte]): String = new String(a, UTF_8)
 
   private def open(root: Path, local: File = newTempPath("local")): StoreInstance =
-    new StoreInstance(local, new StoreCheckpoint(root, new Configuration()), EngineOptions(), idsInFileNames = false,
-      snapshotInterval = Int.MaxValue, describe = "early-commit test store")
+    StoreInstance.open(LocalDirectory(local, stable = true, None), root, new Configuration(), StoreOptions(),
+      "early-commit test store")
 
-  private def closeAll(instances: StoreInstance*): Unit =
-    instances.foreach(i => try i.close() finally i.checkpoint.close())
+  private def closeAll(instances: StoreInstance*): Unit = instances.foreach(_.close())
 
-  private def visible(tx: Transaction): Map[String, String] = {
+  private def visible(tx: StoreBatch): Map[String, String] = {
     val it = tx.iterator(KeyRange.all)
     try it.map(kv => str(kv.key) -> str(kv.value)).toMap finally it.close()
   }
@@ -39,19 +37,19 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
       val tx = inst.begin()
       (0 until 10).foreach(i => tx.put(b(s"a$i"), b(s"v$v")))
       if (v == 1) tx.put(b("gone"), b("x")) else tx.delete(b("gone"))
-      inst.commit(tx)
+      tx.commit()
     }
     contents(inst)
   }
 
   /** Writes of an open version in three sub-batches, each spilled: puts, deletes and a range delete. */
-  private def spillThreeTimes(inst: StoreInstance, tx: Transaction): Map[String, String] = {
+  private def spillThreeTimes(inst: StoreInstance, tx: StoreBatch): Map[String, String] = {
     (0 until 3).foreach { round =>
       (0 until 50).foreach(i => tx.put(b(f"n$round%d-$i%03d"), b(s"r$round")))
       tx.put(b(s"a$round"), b(s"changed$round"))
       if (round == 1) tx.delete(b("a9"))
       if (round == 2) tx.deleteRange(b("a5"), b("a8"))
-      assert(inst.spill(tx).isDefined, s"round $round should spill")
+      assert(tx.earlyCommit().isDefined, s"round $round should spill")
       assert(tx.uncommittedEntries == 0, "an early commit leaves the buffer empty")
     }
     visible(tx)
@@ -70,14 +68,14 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
       assert(!during.contains("a5") && !during.contains("a7") && during("a8") == "v3")
       assert(during.count(_._1.startsWith("n")) == 150)
       assert(tx.numKeys == keysBefore + 150 - 1 - 3)
-      inst.abort(tx)
+      tx.abort()
       assert(inst.committed.version == 3)
       assert(inst.committed.numKeys == keysBefore)
       assert(contents(inst) == before)
       // The store goes on from version 3 as if nothing happened.
       val next = inst.begin()
       next.put(b("after"), b("abort"))
-      assert(inst.commit(next).version == 4)
+      assert(next.commit().version == 4)
       assert(contents(inst) == before + ("after" -> "abort"))
     } finally closeAll(inst)
   }
@@ -91,7 +89,7 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
       val tx = writer.begin()
       val expected = spillThreeTimes(writer, tx) + ("last" -> "unspilled")
       tx.put(b("last"), b("unspilled"))
-      assert(writer.commit(tx).version == 4)
+      assert(tx.commit().version == 4)
       assert(contents(writer) == expected)
       assert(writer.committed.numKeys == expected.size)
       reader.load(4, None)
@@ -104,12 +102,17 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
     val root = new Path(newTempPath("checkpoint").toURI)
     val local = newTempPath("local")
     val first = open(root, local)
-    val before =
-      try {
-        val committed = threeVersions(first)
-        spillThreeTimes(first, first.begin())
-        committed
-      } finally closeAll(first) // no abort, no commit: the local database keeps the in-flight marker
+    val before = try threeVersions(first) finally closeAll(first)
+    // The process dies during a batch that committed early: no abort, no commit, so the local database
+    // keeps the in-flight marker. Made with the engine directly: a live instance never closes under a batch.
+    val dead = TxEngine.open(local)
+    try {
+      val tx = dead.begin()
+      (0 until 50).foreach(i => tx.put(b(f"n$i%03d"), b("dead")))
+      tx.delete(b("a9"))
+      dead.earlyCommit(tx)
+      assert(dead.inFlight.contains(4L))
+    } finally dead.close()
     val restarted = open(root, local)
     try {
       val report = restarted.load(3, None)
@@ -126,12 +129,12 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
       val tx = inst.begin()
       (0 until 20).foreach(i => tx.put(b(f"z$i%02d"), b("buffered")))
       val it = tx.iterator(KeyRange.all)
-      assert(inst.spill(tx).isEmpty)
+      assert(tx.earlyCommit().isEmpty)
       val seen = it.map(kv => str(kv.key)).toVector
       it.close()
       assert(seen.count(_.startsWith("z")) == 20)
-      assert(inst.spill(tx).isDefined, "once the iterator is closed the early commit goes ahead")
-      inst.abort(tx)
+      assert(tx.earlyCommit().isDefined, "once the iterator is closed the early commit goes ahead")
+      tx.abort()
     } finally closeAll(inst)
   }
 }

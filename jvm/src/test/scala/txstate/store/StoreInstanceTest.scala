@@ -11,7 +11,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
 import txstate.checkpoint.{ChangelogHeader, CorruptChangelogException, MissingChangelogException, StoreCheckpoint}
-import txstate.engine.{ChangeRecord, CommitPoint, EngineOptions, KeyRange, Transaction, TxEngine}
+import txstate.engine.{ChangeRecord, CommitPoint, EngineOptions, KeyRange, TxEngine}
 
 final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
   private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
@@ -21,21 +21,22 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
   private def newRoot(): Path = new Path(newTempPath("checkpoint").toURI)
 
   private def open(root: Path, local: File = newTempPath("local"), idsInFileNames: Boolean = false): StoreInstance =
-    new StoreInstance(local, new StoreCheckpoint(root, new Configuration()), EngineOptions(), idsInFileNames,
-      snapshotInterval = Int.MaxValue, describe = "test store")
+    StoreInstance.open(LocalDirectory(local, stable = true, None), root, new Configuration(),
+      StoreOptions(idsInFileNames = idsInFileNames), "test store")
 
-  private def closeAll(instances: StoreInstance*): Unit = instances.foreach { i =>
-    try i.close() finally i.checkpoint.close()
-  }
+  /** The checkpoint files of `root`, read and written as an instance would (real files). */
+  private def files(root: Path): StoreCheckpoint = new StoreCheckpoint(root, new Configuration())
+
+  private def closeAll(instances: StoreInstance*): Unit = instances.foreach(_.close())
 
   /** Commits `writes` on top of the loaded version; returns the new version. */
-  private def commit(inst: StoreInstance)(writes: Transaction => Unit): Long = {
-    val tx = inst.begin()
-    writes(tx)
-    inst.commit(tx).version
+  private def commit(inst: StoreInstance)(writes: StoreBatch => Unit): Long = {
+    val batch = inst.begin()
+    writes(batch)
+    batch.commit().version
   }
 
-  private def put(pairs: (String, String)*)(tx: Transaction): Unit = pairs.foreach { case (k, v) => tx.put(b(k), b(v)) }
+  private def put(pairs: (String, String)*)(tx: StoreBatch): Unit = pairs.foreach { case (k, v) => tx.put(b(k), b(v)) }
 
   /** Exactly what the loaded version holds. */
   private def contents(inst: StoreInstance): Map[String, String] = {
@@ -155,7 +156,7 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
       val base = a.committed
       // The crash: version 3's changelog is durable, the local commit never happened.
       val header = ChangelogHeader(3, UUID.randomUUID().toString, base.checkpointId, base.numKeys + 1, System.currentTimeMillis())
-      a.checkpoint.writeChangelog(header, None, Iterator(ChangeRecord.Put(b("crash"), b("3"))))
+      files(root).writeChangelog(header, None, Iterator(ChangeRecord.Put(b("crash"), b("3"))))
       assert(a.committed.version == 2)
 
       val atTwo = a.load(2, None)
@@ -174,11 +175,15 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
     val local = newTempPath("local")
     val a = open(root, local)
     writeHistory(a, 2)
+    val base = a.committed
     val tx = a.begin()
     tx.put(b("late"), b("3"))
-    a.close() // the local engine goes away: the changelog is written, the local commit fails
-    intercept[IllegalStateException](a.commit(tx))
-    a.checkpoint.close()
+    // The process dies between the two steps of commit: version 3's changelog is durable (written here
+    // as commit writes it), the local commit never happens, and the instance goes away with the batch.
+    val header = ChangelogHeader(3, UUID.randomUUID().toString, base.checkpointId, base.numKeys + 1, System.currentTimeMillis())
+    files(root).writeChangelog(header, None, Iterator(ChangeRecord.Put(b("late"), b("3"))))
+    tx.abort()
+    a.close()
 
     val restarted = open(root, local)
     try {
@@ -203,7 +208,7 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
     val reader = open(root)
     try {
       writeHistory(a, 3)
-      val damaged = a.checkpoint.changelogPath(2, None)
+      val damaged = files(root).changelogPath(2, None)
       flipByte(damaged, bytes => bytes.length - 14, 0x01) // the last record's value: only the checksum can tell
       val e = intercept[CorruptChangelogException](reader.load(3, None))
       assert(e.getMessage.contains(damaged.toString))
@@ -226,7 +231,7 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
       val reader = open(root)
       try {
         writeHistory(a, 3)
-        val damaged = a.checkpoint.changelogPath(2, None)
+        val damaged = files(root).changelogPath(2, None)
         flipByte(damaged, _ => 4 + 4 + 8 + 2 + 3, mask) // magic, format, version, UTF length, then the id
         val e = intercept[Exception](reader.load(3, None))
         assert(e.getMessage.contains("2.txlog"), s"the error names the damaged file: $e")
@@ -284,7 +289,7 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
       commit(other)(put("from-b" -> "b"))
       val idB = other.committed.checkpointId
       assert(idA != idB)
-      assert(localFile(a.checkpoint.changelogPath(2, idA)).isFile && localFile(a.checkpoint.changelogPath(2, idB)).isFile)
+      assert(localFile(files(root).changelogPath(2, idA)).isFile && localFile(files(root).changelogPath(2, idB)).isFile)
 
       assert(a.load(2, idA).path == LoadPath.Reused)
       assert(a.load(2, idB).path == LoadPath.Rebuilt)
@@ -294,6 +299,76 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
       val e = intercept[IllegalStateException](a.load(2, None))
       assert(e.getMessage.contains("without a checkpoint id"))
     } finally closeAll(a, other)
+  }
+
+  test("close while a batch is open is deferred: the batch keeps reading and committing, then everything closes once") {
+    val root = newRoot()
+    val local = newTempPath("local")
+    val a = open(root, local)
+    writeHistory(a, 2)
+    val batch = a.begin()
+    batch.put(b("during-close"), b("3"))
+    a.close() // Spark unloads the provider while a task still holds the store
+    assert(!a.isClosed, "native state must not close under a live batch")
+    assert(batch.get(b("k1")).map(str) == history(2)(2).get("k1"), "reads after the close request still see the committed rows")
+    assert(batch.iterator(KeyRange.all).size == 4)
+    assert(batch.commit().version == 3)
+    assert(a.isClosed, "the deferred close happens when the batch ends")
+    assert(a.readCommittedView(0)(_.point).isEmpty, "a closed instance offers no view")
+    val e = intercept[StoreException](a.begin())
+    assert(e.errorCode == "TXSTATE_STORE_CLOSED")
+    a.close() // idempotent
+
+    val restarted = open(root, local)
+    try assert(contents(restarted) == history(2)(2) + ("during-close" -> "3"))
+    finally closeAll(restarted)
+  }
+
+  test("every engine entry point fails with a clear error once the engine is closed") {
+    val engine = TxEngine.open(newTempPath("local"))
+    val tx = engine.begin()
+    tx.put(b("a"), b("1"))
+    engine.close()
+    val reads = Seq[(String, () => Any)](
+      "get" -> (() => tx.get(b("zz"))),
+      "iterator" -> (() => tx.iterator(KeyRange.all)),
+      "commit" -> (() => engine.commit(tx, CommitPoint(1, Some("x"), CommitPoint.currentFormatVersion, 0L, 1))),
+      "begin" -> (() => engine.begin()),
+      "replay" -> (() => engine.replay(Iterator.empty, CommitPoint(1, Some("x"), CommitPoint.currentFormatVersion, 0L, 0))),
+      "wipe" -> (() => engine.wipe()))
+    reads.foreach { case (name, call) =>
+      val e = intercept[IllegalStateException](call())
+      assert(e.getMessage.contains("TXSTATE_ENGINE_CLOSED"), s"$name: ${e.getMessage}")
+    }
+    assert(engine.nativeMemoryUsed == 0L)
+    engine.close() // idempotent
+  }
+
+  test("close waits for a running snapshot upload instead of deleting the files it is copying") {
+    val root = newRoot()
+    val local = newTempPath("local")
+    val options = StoreOptions(snapshotInterval = 1)
+    val a = StoreInstance.open(LocalDirectory(local, stable = true, None), root, new Configuration(), options, "upload test")
+    // Enough incompressible data that the upload takes a while.
+    val random = new scala.util.Random(7)
+    val batch = a.begin()
+    (0 until 4000).foreach(i => batch.put(b(f"key$i%06d"), Array.fill(8192)(random.nextInt().toByte)))
+    batch.commit()
+    val upload = new java.util.concurrent.atomic.AtomicReference[Either[Throwable, Option[SnapshotReport]]]()
+    val uploader = new Thread(() => upload.set(try Right(a.uploadSnapshot()) catch { case e: Throwable => Left(e) }))
+    uploader.start()
+    Thread.sleep(50)
+    a.close()
+    uploader.join(60000)
+    assert(upload.get.isRight, s"the upload failed under close: ${upload.get}")
+    assert(upload.get.toOption.flatten.exists(_.version == 1), "the upload ran to its end")
+    assert(a.uploadSnapshot().isEmpty, "maintenance after close does nothing")
+
+    val fresh = open(root)
+    try {
+      assert(fresh.load(1, None).path == LoadPath.Rebuilt)
+      assert(fresh.newestSnapshot == 1, "the snapshot uploaded during close is whole and loadable")
+    } finally closeAll(fresh)
   }
 
   test("cleanup removes temporary files that killed writers left, once they are older than the grace period") {
@@ -321,7 +396,7 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
     val reader = open(root)
     try {
       writeHistory(a, 2)
-      a.loadEmpty(5)
+      a.openBatch(LoadRequest.Empty(5)).discard()
       assert(contents(a).isEmpty)
       assert(commit(a)(put("x" -> "6")) == 6)
       assert(commit(a)(put("y" -> "7")) == 7)

@@ -1,6 +1,5 @@
 package txstate.spark.query
 
-import java.io.File
 import java.nio.file.Files
 
 import scala.collection.mutable
@@ -10,10 +9,9 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.StoreCheckpoint
-import txstate.engine.{CommittedView, EngineOptions, TxEngine}
+import txstate.engine.CommittedView
 import txstate.spark.RowCodec
-import txstate.store.StoreInstance
+import txstate.store.{LocalDirectory, StoreInstance, StoreOptions}
 
 /**
  * Store partitions read from checkpoint files, for queries of stores no running query has
@@ -27,19 +25,13 @@ private[query] object CheckpointStores {
   private val maxCopies = 8
   private val idleMs = 2L * 60 * 1000
 
-  private final class Copy(val instance: StoreInstance, val dir: File) {
+  private final class Copy(val instance: StoreInstance) {
     @volatile var lastUsedMs: Long = System.currentTimeMillis()
-    def close(): Unit =
-      try instance.close()
-      finally {
-        instance.checkpoint.close()
-        try TxEngine.delete(dir) catch { case NonFatal(e) => log.warn(s"txstate: could not delete $dir", e) }
-      }
   }
 
   private val copies = mutable.LinkedHashMap.empty[String, Copy]
 
-  sys.addShutdownHook(synchronized { copies.values.foreach(c => try c.close() catch { case NonFatal(_) => () }); copies.clear() })
+  sys.addShutdownHook(synchronized { copies.values.foreach(close); copies.clear() })
 
   /** Runs `read` on `store`'s committed `version` as its checkpoint files hold it. */
   def read[T](store: StateStoreId, version: Long, hadoopConf: Configuration, codec: RowCodec)
@@ -48,8 +40,8 @@ private[query] object CheckpointStores {
     copy.synchronized {
       copy.lastUsedMs = System.currentTimeMillis()
       copy.instance.load(version, None)
-      copy.instance.readCommitted(waitMs = 0)(view => read(codec, view)).getOrElse(
-        throw new IllegalStateException(s"txstate: the checkpoint copy of $store has no committed view"))
+      copy.instance.readCommittedView(waitMs = 0)(view => read(codec, view)).getOrElse(
+        throw QueryErrors.noCommittedView(store.toString))
     }
   }
 
@@ -64,18 +56,9 @@ private[query] object CheckpointStores {
         copy
       case None =>
         while (copies.size >= maxCopies) copies.remove(copies.head._1).foreach(close)
-        val dir = Files.createTempDirectory("txstate-query-").toFile
-        val checkpoint = new StoreCheckpoint(store.storeCheckpointLocation(), hadoopConf)
-        val instance =
-          try new StoreInstance(new File(dir, "db"), checkpoint, EngineOptions(), idsInFileNames = false,
-            snapshotInterval = Int.MaxValue, s"checkpoint copy of $store")
-          catch {
-            case NonFatal(e) =>
-              checkpoint.close()
-              TxEngine.delete(dir)
-              throw e
-          }
-        val copy = new Copy(instance, dir)
+        val local = LocalDirectory.temporary(Files.createTempDirectory("txstate-query-").toFile)
+        val copy = new Copy(StoreInstance.open(local, store.storeCheckpointLocation(), hadoopConf, StoreOptions(),
+          s"checkpoint copy of $store"))
         copies.put(key, copy)
         copy
     }
@@ -83,6 +66,7 @@ private[query] object CheckpointStores {
 
   // Closing waits for a reader of that copy to finish (it holds the copy's lock).
   private def close(copy: Copy): Unit = copy.synchronized {
-    try copy.close() catch { case NonFatal(e) => log.warn("txstate: could not close a checkpoint copy", e) }
+    try copy.instance.close()
+    catch { case NonFatal(e) => log.warn(s"txstate: could not close the ${copy.instance.label}", e) }
   }
 }

@@ -28,9 +28,7 @@ private[query] final case class ContinuationToken(queryType: String, after: Map[
 
 private[query] object ContinuationToken {
   def decode(token: String, queryType: String): ContinuationToken = {
-    def bad(why: String) = new IllegalArgumentException(
-      s"[TXSTATE_QUERY_BAD_CONTINUATION] continuation token is not valid for a $queryType query: $why; " +
-        "pass the continuation of the previous page of the same query unchanged")
+    def bad(why: String) = QueryErrors.badContinuation(queryType, why)
     val json =
       try JsonMethods.parse(new String(Base64.getUrlDecoder.decode(token.trim), UTF_8))
       catch { case e: Exception => throw bad(e.getMessage) }

@@ -18,8 +18,6 @@ object FailureReason {
   case object DoesNotExist extends FailureReason("DOES_NOT_EXIST")
   /** Reading the store failed; the message says why. */
   case object StoreException extends FailureReason("STORE_EXCEPTION")
-
-  val all: Seq[FailureReason] = Seq(UnknownQueryType, NotActive, NotUpToBound, NotPresent, DoesNotExist, StoreException)
 }
 
 /** A partition's failure: the reason and a message that says what to do. */

@@ -105,6 +105,5 @@ private[query] object InternalJson {
     else if (d.isInfinite) nodes.textNode(if (d > 0) "Infinity" else "-Infinity")
     else nodes.numberNode(d)
 
-  private def bad(what: String, why: String) =
-    new IllegalArgumentException(s"[TXSTATE_QUERY_BAD_KEY] $what: $why")
+  private def bad(what: String, why: String) = QueryErrors.badKey(what, why)
 }

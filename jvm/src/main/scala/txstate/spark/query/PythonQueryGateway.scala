@@ -6,15 +6,16 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
-import org.apache.spark.sql.{Row, SparkSession}
-import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.StreamingQuery
 import org.apache.spark.sql.types.StructType
 
 /**
  * The JVM end of `txstate_spark.query`: three calls that take and return JSON (one py4j round trip
- * per query, whatever the answer's size). The protocol is docs/query-protocol.md.
+ * per query, whatever the answer's size). The protocol is docs/query-protocol.md. Keys go from
+ * JSON straight into the store's row format and answers straight from it back to JSON.
  */
 object PythonQueryGateway {
   private val mapper = new ObjectMapper()
@@ -28,9 +29,7 @@ object PythonQueryGateway {
       out.put("runId", wrapper.runId.toString)
       out.put("isActive", wrapper.isActive)
       mapper.writeValueAsString(out)
-    case other => throw new IllegalArgumentException(
-      s"[TXSTATE_QUERY_UNSUPPORTED_TARGET] cannot query the state of a ${other.getClass.getName}; " +
-        "pass a query started in this Spark session, or its checkpoint path")
+    case other => throw QueryErrors.unsupportedTarget(other.getClass.getName)
   }
 
   /** The store set a target names: partitions, schemas and key encoding. */
@@ -61,24 +60,26 @@ object PythonQueryGateway {
       text(json, "operator"), text(json, "store"))
     val schema = StoreLocator.describe(store.checkpoint, store.operator, store.storeName,
       spark.sessionState.newHadoopConf()).schema // by name: read only when not cached
+    val query = readQuery(json.get("query"), schema.keySchema)
     val request = StateQueryRequest(
       store,
-      query = Some(readQuery(json.get("query"), schema.keySchema)),
+      query = query,
       partitions = Option(json.get("partitions")).filterNot(_.isNull).map(_.elements().asScala.map(_.asInt).toSeq),
       bound = readBound(json.get("bound")),
       activeOnly = flag(json, "requireActive"),
       executionInfo = flag(json, "executionInfo"),
       checkpointReads = flag(json, "checkpointReads"))
-    mapper.writeValueAsString(writeResult(StateQueryExecutor.execute(spark, request), schema.keySchema, schema.valueSchema))
+    mapper.writeValueAsString(writeResult(StateQueryExecutor.execute(spark, request), query, schema.keySchema,
+      schema.valueSchema))
   }
 
   // ---- requests -----------------------------------------------------------------------------
 
   private def readQuery(node: JsonNode, keySchema: StructType): StateQuery = {
     if (node == null || !node.isObject) throw badRequest("'query' must be an object")
-    def row(n: JsonNode, schema: StructType, what: String): Row =
-      CatalystTypeConverters.createToScalaConverter(schema)(InternalJson.readRow(n, schema, what)).asInstanceOf[Row]
-    def optRow(field: String): Option[Row] = Option(node.get(field)).filterNot(_.isNull).map(row(_, keySchema, field))
+    def row(n: JsonNode, schema: StructType, what: String): UnsafeRow =
+      QueryResolver.toUnsafe(InternalJson.readRow(n, schema, what), schema, what)
+    def optRow(field: String): Option[UnsafeRow] = Option(node.get(field)).filterNot(_.isNull).map(row(_, keySchema, field))
     def limit = Option(node.get("limit")).filterNot(_.isNull).map(_.asInt).getOrElse(PagedQuery.defaultLimit)
     def continuation = Option(node.get("continuation")).filterNot(_.isNull).map(_.asText)
     text(node, "type") match {
@@ -89,10 +90,11 @@ object PythonQueryGateway {
       case "range" => RangeQuery(optRow("lower"), optRow("upper"), flag(node, "descending"), limit, continuation)
       case "prefix" =>
         val prefix = Option(node.get("prefix")).filter(_.isArray).getOrElse(throw badRequest("'prefix' must be an array"))
-        val prefixSchema = StructType(keySchema.fields.take(prefix.size))
-        PrefixQuery(row(prefix, prefixSchema, "prefix"), limit, continuation)
+        val columns = prefix.size
+        if (columns < 1 || columns > keySchema.length) throw QueryErrors.badPrefix(columns, keySchema.simpleString, keySchema.length)
+        PrefixQuery(row(prefix, StructType(keySchema.fields.take(columns)), "prefix"), columns, limit, continuation)
       case "scan" => ScanQuery(limit, continuation)
-      case other => UnrecognizedQuery(other)
+      case other => UnknownQuery(other)
     }
   }
 
@@ -112,34 +114,34 @@ object PythonQueryGateway {
 
   // ---- answers ------------------------------------------------------------------------------
 
-  private def writeResult(result: StateQueryResult, keySchema: StructType, valueSchema: StructType): ObjectNode = {
-    val keyInternal = CatalystTypeConverters.createToCatalystConverter(keySchema)
-    val valueInternal = CatalystTypeConverters.createToCatalystConverter(valueSchema)
-    def value(r: Option[Row]): JsonNode =
-      r.fold[JsonNode](nodes.nullNode())(v => InternalJson.writeRow(valueInternal(v).asInstanceOf[InternalRow], valueSchema))
+  private def writeResult(result: StateQueryResult, query: StateQuery, keySchema: StructType, valueSchema: StructType)
+      : ObjectNode = {
+    def value(r: Option[UnsafeRow]): JsonNode = r.fold[JsonNode](nodes.nullNode())(InternalJson.writeRow(_, valueSchema))
     val out = nodes.objectNode()
     val partitions = out.putArray("partitions")
     result.partitionResults.toSeq.sortBy(_._1).foreach { case (p, r) =>
       val item = partitions.addObject()
       item.put("partition", p)
-      item.put("success", r.isSuccess)
+      item.put("success", r.outcome.isRight)
       r.outcome match {
         case Left(f) =>
           item.put("failureReason", f.reason.name)
           item.put("failureMessage", f.message)
-        case Right(QueryAnswer.Value(v)) => item.set[JsonNode]("result", value(v))
-        case Right(QueryAnswer.Values(vs)) =>
+        case Right(RawAnswer.Values(vs, true)) => item.set[JsonNode]("result", value(vs.head))
+        case Right(RawAnswer.Values(vs, false)) =>
           val array = item.putArray("result")
           vs.foreach(v => array.add(value(v)))
-        case Right(QueryAnswer.Page(rows, next)) =>
+        case Right(RawAnswer.Page(rows, next)) =>
           val page = item.putObject("result")
           val array = page.putArray("rows")
-          rows.foreach { kv =>
+          rows.foreach { case (k, v) =>
             val row = array.addObject()
-            row.set[JsonNode]("key", InternalJson.writeRow(keyInternal(kv.key).asInstanceOf[InternalRow], keySchema))
-            row.set[JsonNode]("value", value(Some(kv.value)))
+            row.set[JsonNode]("key", InternalJson.writeRow(k, keySchema))
+            row.set[JsonNode]("value", value(Some(v)))
           }
-          next.fold(page.putNull("continuation"))(page.put("continuation", _))
+          // This partition's own continuation: its next page alone.
+          next.map(key => ContinuationToken(query.typeName, Map(p -> key)).encode)
+            .fold(page.putNull("continuation"))(page.put("continuation", _))
       }
       item.set[JsonNode]("position", r.position.fold[JsonNode](nodes.nullNode())(writePosition))
       val info = item.putArray("executionInfo")
@@ -180,8 +182,5 @@ object PythonQueryGateway {
 
   private def flag(node: JsonNode, field: String): Boolean = Option(node.get(field)).exists(_.asBoolean)
 
-  private def badRequest(why: String) = new IllegalArgumentException(s"[TXSTATE_QUERY_BAD_REQUEST] $why")
+  private def badRequest(why: String) = QueryErrors.badRequest(why)
 }
-
-/** A query type this version does not know (from a newer client): answers `UNKNOWN_QUERY_TYPE`. */
-final case class UnrecognizedQuery(typeName: String) extends StateQuery

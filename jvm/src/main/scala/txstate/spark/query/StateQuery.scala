@@ -1,87 +1,57 @@
 package txstate.spark.query
 
-import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 
 /**
- * A question for each requested partition of one store (KIP-796's Query). Keys are Rows in the
- * store's key schema. A query type the store does not know answers `UNKNOWN_QUERY_TYPE`.
+ * A question for each requested partition of one store (KIP-796's Query), as the py4j gateway
+ * parsed it: keys are already in the store's row format, so a key of the wrong shape fails on the
+ * driver before any job runs. A query type the store does not know answers `UNKNOWN_QUERY_TYPE`.
  */
-trait StateQuery extends Serializable {
+private[query] sealed trait StateQuery {
   /** The query type's name, as the Python API and execution info spell it. */
   def typeName: String
 }
 
 /** A query that answers pages of (key, value) rows: at most `limit` per partition, then a continuation. */
-sealed trait PagedQuery extends StateQuery {
+private[query] sealed trait PagedQuery extends StateQuery {
   def limit: Int
   def continuation: Option[String]
 }
 
-object PagedQuery {
+private[query] object PagedQuery {
   val defaultLimit = 1000
   val maxLimit = 100000
 }
 
 /** The value of one key, or none. */
-final case class KeyQuery(key: Row) extends StateQuery {
+private[query] final case class KeyQuery(key: UnsafeRow) extends StateQuery {
   def typeName: String = "key"
 }
 
-object KeyQuery {
-  def withKey(key: Row): KeyQuery = KeyQuery(key)
-}
-
 /** The values of several keys in one round trip, in the order of the keys. */
-final case class MultiKeyQuery(keys: Seq[Row]) extends StateQuery {
+private[query] final case class MultiKeyQuery(keys: Seq[UnsafeRow]) extends StateQuery {
   def typeName: String = "multiKey"
-}
-
-object MultiKeyQuery {
-  def withKeys(keys: Seq[Row]): MultiKeyQuery = MultiKeyQuery(keys)
 }
 
 /**
  * Rows whose key lies between `lower` and `upper` (both inclusive, either open), ascending or
  * descending by the key's Spark SQL ordering (column by column).
  */
-final case class RangeQuery(
-    lower: Option[Row],
-    upper: Option[Row],
-    descending: Boolean = false,
-    limit: Int = PagedQuery.defaultLimit,
-    continuation: Option[String] = None) extends PagedQuery {
+private[query] final case class RangeQuery(lower: Option[UnsafeRow], upper: Option[UnsafeRow], descending: Boolean,
+    limit: Int, continuation: Option[String]) extends PagedQuery {
   def typeName: String = "range"
-  def inDescendingOrder: RangeQuery = copy(descending = true)
-  def withLimit(n: Int): RangeQuery = copy(limit = n)
-  def withContinuation(token: String): RangeQuery = copy(continuation = Some(token))
 }
 
-object RangeQuery {
-  def withRange(lower: Row, upper: Row): RangeQuery = RangeQuery(Some(lower), Some(upper))
-  def withLowerBound(lower: Row): RangeQuery = RangeQuery(Some(lower), None)
-  def withUpperBound(upper: Row): RangeQuery = RangeQuery(None, Some(upper))
-  def withNoBounds: RangeQuery = RangeQuery(None, None)
-}
-
-/** Rows whose leading key columns equal `prefix` (a Row of the first n key columns). */
-final case class PrefixQuery(prefix: Row, limit: Int = PagedQuery.defaultLimit, continuation: Option[String] = None)
+/** Rows whose first `columns` key columns equal `prefix`. */
+private[query] final case class PrefixQuery(prefix: UnsafeRow, columns: Int, limit: Int, continuation: Option[String])
     extends PagedQuery {
   def typeName: String = "prefix"
-  def withLimit(n: Int): PrefixQuery = copy(limit = n)
-  def withContinuation(token: String): PrefixQuery = copy(continuation = Some(token))
-}
-
-object PrefixQuery {
-  def withPrefix(prefix: Row): PrefixQuery = PrefixQuery(prefix)
 }
 
 /** Every row, in the store's key order, page by page. */
-final case class ScanQuery(limit: Int = PagedQuery.defaultLimit, continuation: Option[String] = None) extends PagedQuery {
+private[query] final case class ScanQuery(limit: Int, continuation: Option[String]) extends PagedQuery {
   def typeName: String = "scan"
-  def withLimit(n: Int): ScanQuery = copy(limit = n)
-  def withContinuation(token: String): ScanQuery = copy(continuation = Some(token))
 }
 
-object ScanQuery {
-  def all: ScanQuery = ScanQuery()
-}
+/** A query type this version does not know (from a newer client): answers `UNKNOWN_QUERY_TYPE`. */
+private[query] final case class UnknownQuery(typeName: String) extends StateQuery

@@ -6,18 +6,15 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.SparkEnv
-import org.apache.spark.sql.{Row, SparkSession}
-import org.apache.spark.sql.catalyst.CatalystTypeConverters
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.execution.streaming.state.{StateStoreId, TxStateSparkBridge}
-import org.apache.spark.sql.types.StructType
 
 import txstate.engine.CommitPoint
 import txstate.spark.{LiveStores, RowCodec}
 
 /**
- * Runs a request on the driver (DESIGN §5):
+ * Runs a request on the driver (docs/ARCHITECTURE.md, "Interactive queries"):
  *  1. resolve the store set from the checkpoint files and the query against its schema; key
  *     lookups without explicit partitions go to the partitions owning the keys first;
  *  2. partitions whose store this JVM holds (local mode: all of them) answer in place;
@@ -26,14 +23,13 @@ import txstate.spark.{LiveStores, RowCodec}
  *     its partition is retried);
  *  4. the rest are not loaded by a running query: `NOT_ACTIVE` when the request requires an
  *     active store, read from checkpoint files when it allows that, else `NOT_PRESENT`.
- * Positions get their batch's source offsets from the offset log; rows become Rows.
+ * Positions get their batch's source offsets from the offset log; rows stay in the store's format.
  */
-object StateQueryExecutor {
+private[query] object StateQueryExecutor {
   private val placementRounds = 3
 
   def execute(spark: SparkSession, request: StateQueryRequest): StateQueryResult = {
-    val query = request.query.getOrElse(throw new IllegalArgumentException(
-      "[TXSTATE_QUERY_NO_QUERY] the request has no query; add one with withQuery(KeyQuery.withKey(...)) or similar"))
+    val query = request.query
     lazy val hadoopConf = spark.sessionState.newHadoopConf()
     val store = request.store
     val description = StoreLocator.describe(store.checkpoint, store.operator, store.storeName, hadoopConf)
@@ -57,12 +53,14 @@ object StateQueryExecutor {
     }
   }
 
-  private def owners(query: StateQuery, d: StoreDescription): Option[Seq[Int]] = query match {
-    case _: KeyQuery | _: MultiKeyQuery =>
-      QueryResolver.resolve(query, d.schema, Seq(0)).get(0).collect {
-        case ResolvedQuery.Get(keys, _) => keys.map(KeyOwners.owner(_, d.schema.keySchema, d.numPartitions)).distinct.sorted
-      }
-    case _ => None
+  private def owners(query: StateQuery, d: StoreDescription): Option[Seq[Int]] = {
+    def of(keys: Seq[org.apache.spark.sql.catalyst.expressions.UnsafeRow]) =
+      Some(keys.map(KeyOwners.owner(_, d.schema.keySchema, d.numPartitions)).distinct.sorted)
+    query match {
+      case KeyQuery(key) => of(Seq(key))
+      case MultiKeyQuery(keys) => of(keys)
+      case _ => None
+    }
   }
 
   private def foundEveryKey(result: StateQueryResult): Boolean = {
@@ -71,8 +69,7 @@ object StateQueryExecutor {
       case values if values.isEmpty => false
       case values =>
         val found = values.map {
-          case QueryAnswer.Value(v) => Seq(v.isDefined)
-          case QueryAnswer.Values(vs) => vs.map(_.isDefined)
+          case RawAnswer.Values(vs, _) => vs.map(_.isDefined)
           case _ => Seq(false)
         }
         found.transpose.forall(_.contains(true))
@@ -83,7 +80,7 @@ object StateQueryExecutor {
       requested: Seq[Int], request: StateQueryRequest, runId: Option[UUID], hadoopConf: => Configuration)
       : Seq[RawPartitionResult] = {
     val (existing, missing) = requested.partition(p => p >= 0 && p < description.numPartitions)
-    val resolved = QueryResolver.resolve(query, description.schema, existing)
+    val resolved = QueryResolver.resolve(query, existing)
 
     val local = existing.flatMap(p => runId.flatMap(id => answerHere(description, p, resolved(p), request.bound, id)))
     val remote = runId.fold(Seq.empty[RawPartitionResult])(id =>
@@ -174,8 +171,6 @@ object StateQueryExecutor {
 
   private def assemble(d: StoreDescription, query: StateQuery, request: StateQueryRequest,
       raw: Seq[RawPartitionResult], hadoopConf: => Configuration): StateQueryResult = {
-    val keyRow = toRow(d.schema.keySchema)
-    val valueRow = toRow(d.schema.valueSchema)
     val offsets = raw.flatMap(_.point.map(_.version - 1)).distinct
       .map(b => b -> StoreLocator.sourceOffsets(d.checkpoint, b, hadoopConf)).toMap
     def position(point: CommitPoint) =
@@ -185,13 +180,7 @@ object StateQueryExecutor {
       case _ => None
     }
     val results = raw.map { r =>
-      val answer = r.outcome.map {
-        case RawAnswer.Values(values, true) => QueryAnswer.Value(values.head.map(valueRow))
-        case RawAnswer.Values(values, false) => QueryAnswer.Values(values.map(_.map(valueRow)))
-        case RawAnswer.Page(rows, next) =>
-          QueryAnswer.Page(rows.map { case (k, v) => KeyValueRow(keyRow(k), valueRow(v)) },
-            next.map(key => ContinuationToken(pagedType.getOrElse("scan"), Map(r.partition -> key)).encode))
-      }
+      val answer = r.outcome
       val info =
         if (!request.executionInfo) Nil
         else Seq(s"partition ${r.partition}: ${r.point.fold("no committed version read")(p => s"version ${p.version} (batch ${p.version - 1})")} " +
@@ -203,11 +192,6 @@ object StateQueryExecutor {
       if (next.isEmpty) None else Some(ContinuationToken(t, next.toMap).encode)
     }
     StateQueryResult(results, MergedPosition(results.flatMap { case (p, r) => r.position.map(p -> _) }), continuation)
-  }
-
-  private def toRow(schema: StructType): UnsafeRow => Row = {
-    val convert = CatalystTypeConverters.createToScalaConverter(schema)
-    row => convert(row).asInstanceOf[Row]
   }
 }
 
@@ -221,7 +205,7 @@ private[query] final case class LiveTask(stateRoot: String, operatorId: Long, pa
   def run(): Option[RawPartitionResult] = {
     val where = Option(SparkEnv.get).fold("this JVM")(e => s"executor ${e.executorId}")
     LiveStores.find(LiveStores.InstanceKey(stateRoot, operatorId, partition, storeName), runId).flatMap { provider =>
-      provider.readCommitted(LiveTask.viewWaitMs)((codec: RowCodec, view) =>
+      provider.readCommittedView(LiveTask.viewWaitMs)((codec: RowCodec, view) =>
         PartitionReader.read(partition, query, bound, codec, view, s"the live store on $where"))
     }
   }

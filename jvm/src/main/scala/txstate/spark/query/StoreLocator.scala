@@ -49,38 +49,38 @@ object StoreLocator {
     val root = qualify(checkpoint, hadoopConf)
     val fs = root.getFileSystem(hadoopConf)
     if (!fs.exists(root)) {
-      throw new IllegalArgumentException(s"[TXSTATE_QUERY_UNKNOWN_CHECKPOINT] checkpoint location $root does not exist")
+      throw QueryErrors.unknownCheckpoint(root.toString)
     }
     val stateRoot = new Path(root, "state")
     val operators = numericChildren(fs, stateRoot).map(id => id -> OperatorMetadata.read(fs, new Path(stateRoot, id.toString)))
     if (operators.isEmpty) {
-      throw new IllegalArgumentException(
-        s"[TXSTATE_QUERY_UNKNOWN_OPERATOR] checkpoint $root has no state yet ($stateRoot has no operator directories); " +
+      throw QueryErrors.unknownOperator(
+        s"checkpoint $root has no state yet ($stateRoot has no operator directories); " +
           "is the query stateful, and has its first batch run?")
     }
     def known = operators.map { case (id, m) => m.name.fold(id.toString)(n => s"$id ($n)") }.mkString(", ")
     val (operatorId, metadata) = operator.trim.toLongOption match {
-      case Some(id) => operators.find(_._1 == id).getOrElse(throw new IllegalArgumentException(
-        s"[TXSTATE_QUERY_UNKNOWN_OPERATOR] checkpoint $root has no stateful operator $id; its operators are: $known"))
+      case Some(id) => operators.find(_._1 == id).getOrElse(throw QueryErrors.unknownOperator(
+        s"checkpoint $root has no stateful operator $id; its operators are: $known"))
       case None => operators.filter(_._2.name.exists(_.equalsIgnoreCase(operator.trim))) match {
         case Seq(only) => only
-        case Seq() => throw new IllegalArgumentException(
-          s"[TXSTATE_QUERY_UNKNOWN_OPERATOR] checkpoint $root has no stateful operator named '$operator'; " +
+        case Seq() => throw QueryErrors.unknownOperator(
+          s"checkpoint $root has no stateful operator named '$operator'; " +
             s"its operators are: $known")
-        case several => throw new IllegalArgumentException(
-          s"[TXSTATE_QUERY_AMBIGUOUS_OPERATOR] checkpoint $root has ${several.size} operators named '$operator' " +
+        case several => throw QueryErrors.ambiguousOperator(
+          s"checkpoint $root has ${several.size} operators named '$operator' " +
             s"(ids ${several.map(_._1).mkString(", ")}); pass the operator id")
       }
     }
     val stores = metadata.partitionsByStore
     if (stores.nonEmpty && !stores.contains(storeName)) {
-      throw new IllegalArgumentException(
-        s"[TXSTATE_QUERY_UNKNOWN_STORE] operator $operatorId of $root has no store '$storeName'; " +
+      throw QueryErrors.unknownStore(
+        s"operator $operatorId of $root has no store '$storeName'; " +
           s"its stores are: ${stores.keys.toSeq.sorted.mkString(", ")}")
     }
     val schema = StoreSchemaFile.load(stateRoot.toString, operatorId, storeName, hadoopConf).getOrElse {
-      throw new IllegalArgumentException(
-        s"[TXSTATE_QUERY_NOT_A_TXSTATE_STORE] store '$storeName' of operator $operatorId in $root has no " +
+      throw QueryErrors.notATxStateStore(
+        s"store '$storeName' of operator $operatorId in $root has no " +
           s"${StoreSchemaFile.path(stateRoot.toString, operatorId, storeName)}: either no txstate provider has " +
           "opened it yet (wait for the query's first batch), or another state store provider wrote it (only " +
           "stores of txstate.spark.TxStateStoreProvider can be queried)")

@@ -1,7 +1,7 @@
 package txstate.spark.query
 
+import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStoreId}
 import org.apache.spark.sql.types._
@@ -30,7 +30,11 @@ final class PartitionQueryTest extends AnyFunSuite with ProviderFixture {
 
   private def read(provider: TxStateStoreProvider, query: ResolvedQuery, bound: PositionBound = PositionBound.Unbounded)
       : RawPartitionResult =
-    provider.readCommitted(1000)((codec, view) => PartitionReader.read(0, query, bound, codec, view, "test")).get
+    provider.readCommittedView(1000)((codec, view) => PartitionReader.read(0, query, bound, codec, view, "test")).get
+
+  /** A key as the py4j gateway builds it: JSON (docs/query-protocol.md) straight into the store's row format. */
+  private def keyRow(json: String, schema: StructType, what: String): UnsafeRow =
+    QueryResolver.toUnsafe(InternalJson.readRow(new ObjectMapper().readTree(json), schema, what), schema, what)
 
   private def pair(row: UnsafeRow): (String, Int) = (row.getUTF8String(0).toString, row.getInt(1))
 
@@ -66,8 +70,8 @@ final class PartitionQueryTest extends AnyFunSuite with ProviderFixture {
 
   test("range queries follow SQL ordering with inclusive bounds, both directions, across pages") {
     loaded(NoPrefixKeyStateEncoderSpec(keySchema)) { provider =>
-      val lower = QueryResolver.toUnsafe(Row("x", 10), keySchema, "lower")
-      val upper = QueryResolver.toUnsafe(Row("y", -5), keySchema, "upper")
+      val lower = keyRow("""["x", 10]""", keySchema, "lower")
+      val upper = keyRow("""["y", -5]""", keySchema, "upper")
       val expected = keys.filter(k => sqlOrder.gteq(k, ("x", 10)) && sqlOrder.lteq(k, ("y", -5))).sorted(sqlOrder)
       val ascending = allPages(provider, 9)(c => ResolvedQuery.Range(Some(lower), Some(upper), descending = false, c))
       assert(ascending.flatten.map(_._1) == expected)
@@ -79,7 +83,7 @@ final class PartitionQueryTest extends AnyFunSuite with ProviderFixture {
   }
 
   test("prefix queries give the same rows whether or not the store is prefix-encoded") {
-    val prefix = QueryResolver.toUnsafe(Row("y"), new StructType().add("a", StringType), "prefix")
+    val prefix = keyRow("""["y"]""", new StructType().add("a", StringType), "prefix")
     val expected = keys.filter(_._1 == "y").sorted(sqlOrder)
     for (spec <- Seq(NoPrefixKeyStateEncoderSpec(keySchema), PrefixKeyScanStateEncoderSpec(keySchema, 1))) {
       loaded(spec) { provider =>
@@ -91,8 +95,8 @@ final class PartitionQueryTest extends AnyFunSuite with ProviderFixture {
 
   test("key lookups, a bound above the committed batch, and an unknown query type") {
     loaded(RangeKeyScanStateEncoderSpec(keySchema, Seq(1))) { provider =>
-      val present = QueryResolver.toUnsafe(Row("z", -3), keySchema, "key")
-      val absent = QueryResolver.toUnsafe(Row("w", 1), keySchema, "key")
+      val present = keyRow("""["z", -3]""", keySchema, "key")
+      val absent = keyRow("""["w", 1]""", keySchema, "key")
       val got = read(provider, ResolvedQuery.Get(Seq(present, absent), single = false))
       assert(got.point.map(_.version).contains(1L))
       val RawAnswer.Values(values, false) = got.outcome.toOption.get
@@ -107,9 +111,9 @@ final class PartitionQueryTest extends AnyFunSuite with ProviderFixture {
   }
 
   test("malformed keys are the caller's error, naming the schema") {
-    val tooShort = intercept[IllegalArgumentException](QueryResolver.toUnsafe(Row("x"), keySchema, "key"))
+    val tooShort = intercept[IllegalArgumentException](keyRow("""["x"]""", keySchema, "key"))
     assert(tooShort.getMessage.contains("TXSTATE_QUERY_BAD_KEY") && tooShort.getMessage.contains("a:string"))
-    val wrongType = intercept[IllegalArgumentException](QueryResolver.toUnsafe(Row("x", "one"), keySchema, "key"))
+    val wrongType = intercept[IllegalArgumentException](keyRow("""["x", "one"]""", keySchema, "key"))
     assert(wrongType.getMessage.contains("TXSTATE_QUERY_BAD_KEY"))
   }
 

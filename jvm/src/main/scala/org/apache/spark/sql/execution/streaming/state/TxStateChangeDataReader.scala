@@ -25,7 +25,6 @@ final class TxStateChangeDataReader(changes: Iterator[(RecordType.Value, UnsafeR
 object TxStateChangeDataReader {
   val put: RecordType.Value = RecordType.PUT_RECORD
   val delete: RecordType.Value = RecordType.DELETE_RECORD
-  val deleteRange: RecordType.Value = RecordType.DELETE_RANGE_RECORD
 }
 
 /**

@@ -1,0 +1,38 @@
+package txstate.checkpoint
+
+import java.io.IOException
+
+import org.apache.hadoop.fs.Path
+
+/** A checkpoint file that cannot be used: typed by what is wrong, always naming the file. */
+sealed abstract class CheckpointFileException(val path: Path, message: String, cause: Throwable)
+    extends IOException(message, cause)
+
+/** A changelog or segment whose bytes are damaged (checksum, magic, format, truncation). */
+final class CorruptChangelogException(path: Path, why: String, cause: Throwable)
+    extends CheckpointFileException(path,
+      s"[TXSTATE_CORRUPT_CHANGELOG] the changelog $path is corrupt: $why. The state of this version cannot be " +
+        "rebuilt from it; restore the file from a backup or restart the query from a new checkpoint.", cause)
+
+/** A changelog or segment that a load needs and that is not there. */
+final class MissingChangelogException(path: Path, cause: Throwable)
+    extends CheckpointFileException(path,
+      s"[TXSTATE_MISSING_CHANGELOG] the changelog $path is missing. The checkpoint lacks a version that must be " +
+        "replayed; it may have been deleted by hand or by a cleanup with a smaller minBatchesToRetain.", cause)
+
+/** A snapshot manifest or one of its stored files whose bytes are damaged or missing. */
+final class CorruptSnapshotException(path: Path, why: String, cause: Throwable)
+    extends CheckpointFileException(path,
+      s"[TXSTATE_CORRUPT_SNAPSHOT] the snapshot file $path is unusable: $why. Loads fall back to an older " +
+        "snapshot and the changelogs.", cause)
+
+/** Every error the checkpoint layer raises, written once (docs/ARCHITECTURE.md, "Errors"). */
+private[txstate] object CheckpointErrors {
+  def corruptChangelog(path: Path, why: String, cause: Throwable = null): CorruptChangelogException =
+    new CorruptChangelogException(path, why, cause)
+
+  def missingChangelog(path: Path, cause: Throwable): MissingChangelogException = new MissingChangelogException(path, cause)
+
+  def corruptSnapshot(path: Path, why: String, cause: Throwable = null): CorruptSnapshotException =
+    new CorruptSnapshotException(path, why, cause)
+}

@@ -1,0 +1,81 @@
+package txstate.checkpoint
+
+import java.io.{BufferedOutputStream, ByteArrayInputStream, DataInputStream, DataOutputStream}
+import java.util.zip.{CRC32C, CheckedOutputStream}
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+
+/**
+ * The frame every txstate checkpoint file shares: four magic bytes, a format version, the body,
+ * and a CRC32C of everything before it in the last four bytes. One check for all of them, so a
+ * damaged file of any kind is reported the same way.
+ */
+private[checkpoint] object FramedFile {
+  val checksumBytes = 4
+  private val headerBytes = 4 + 4 // magic and format version
+
+  /**
+   * Writes a frame atomically through Spark's CheckpointFileManager (rename or object-store put),
+   * so it is never seen half-written under its final name; on failure nothing appears at `path`.
+   * Returns the bytes written.
+   */
+  def write(files: CheckpointFileManager, path: Path, magic: Array[Byte], formatVersion: Int)
+      (body: DataOutputStream => Unit): Long = {
+    val target = files.createAtomic(path, true)
+    try {
+      val crc = new CRC32C
+      val raw = new BufferedOutputStream(target, 1 << 16)
+      val out = new DataOutputStream(new CheckedOutputStream(raw, crc))
+      out.write(magic)
+      out.writeInt(formatVersion)
+      body(out)
+      out.flush()
+      val size = out.size().toLong + checksumBytes
+      new DataOutputStream(raw).writeInt(crc.getValue.toInt)
+      raw.flush()
+      target.close()
+      size
+    } catch {
+      case NonFatal(e) =>
+        target.cancel()
+        throw e
+    }
+  }
+
+  /**
+   * Verifies `bytes` as a frame of `magic` at `formatVersion` and returns a stream over its body
+   * (after the format version, before the checksum). `corrupt` builds the caller's typed error.
+   */
+  def open(bytes: Array[Byte], magic: Array[Byte], formatVersion: Int, path: Path, kind: String)
+      (corrupt: String => Throwable): DataInputStream = {
+    if (bytes.length < headerBytes + checksumBytes) {
+      throw corrupt(s"it is ${bytes.length} bytes long, too short to be a $kind")
+    }
+    if (!startsWithMagic(bytes, magic)) throw corrupt(s"it does not start with the txstate $kind magic bytes")
+    val crc = new CRC32C
+    crc.update(bytes, 0, bytes.length - checksumBytes)
+    val stored = java.nio.ByteBuffer.wrap(bytes, bytes.length - checksumBytes, checksumBytes).getInt
+    if (stored != crc.getValue.toInt) throw corrupt("its CRC32C checksum does not match its content")
+    val in = new DataInputStream(new ByteArrayInputStream(bytes, magic.length, bytes.length - magic.length - checksumBytes))
+    checkFormat(in.readInt(), formatVersion, kind, corrupt)
+    in
+  }
+
+  /** Checks the magic and format at the start of a stream (header-only reads that skip the checksum). */
+  def openHeader(in: DataInputStream, magic: Array[Byte], formatVersion: Int, kind: String)
+      (corrupt: String => Throwable): Unit = {
+    val found = new Array[Byte](magic.length)
+    in.readFully(found)
+    if (!startsWithMagic(found, magic)) throw corrupt(s"it does not start with the txstate $kind magic bytes")
+    checkFormat(in.readInt(), formatVersion, kind, corrupt)
+  }
+
+  private def checkFormat(found: Int, expected: Int, kind: String, corrupt: String => Throwable): Unit =
+    if (found != expected) throw corrupt(s"it has $kind format $found; this build reads format $expected")
+
+  private def startsWithMagic(bytes: Array[Byte], magic: Array[Byte]): Boolean =
+    java.util.Arrays.equals(bytes, 0, magic.length, magic, 0, magic.length)
+}

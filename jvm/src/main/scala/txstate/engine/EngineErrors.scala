@@ -1,0 +1,51 @@
+package txstate.engine
+
+import java.io.File
+
+/**
+ * A failure of the local engine: its code says which, its message what to do. Subclasses
+ * IllegalStateException because every engine failure is a state the caller must not continue from.
+ */
+final class LocalStateException(val errorCode: String, message: String, cause: Throwable = null)
+    extends IllegalStateException(s"[$errorCode] $message", cause)
+
+/** Every error the engine raises, written once (docs/ARCHITECTURE.md, "Errors"). */
+private[txstate] object EngineErrors {
+  def closed(dir: File): LocalStateException =
+    new LocalStateException("TXSTATE_ENGINE_CLOSED",
+      s"the local state engine for $dir is closed; the store instance was unloaded, so open it again through Spark")
+
+  def interruptedWrite(dir: File, version: Long): LocalStateException =
+    new LocalStateException("TXSTATE_INTERRUPTED_WRITE",
+      s"local state in $dir has an interrupted write of version $version; load a version first")
+
+  def staleTransaction(base: Long, current: Long): IllegalArgumentException =
+    new IllegalArgumentException(
+      s"[TXSTATE_STALE_TRANSACTION] the transaction began at version $base but the store is at $current")
+
+  def nothingToRollBack(dir: File): LocalStateException =
+    new LocalStateException("TXSTATE_NO_COMMIT_TO_ROLL_BACK", s"the local state in $dir has no commit to roll back")
+
+  def noEarlyCommitToUndo(dir: File): LocalStateException =
+    new LocalStateException("TXSTATE_NO_EARLY_COMMIT", s"the local state in $dir has no early-committed transaction to undo")
+
+  def snapshotWhileInFlight(dir: File, version: Long): LocalStateException =
+    new LocalStateException("TXSTATE_IN_FLIGHT",
+      s"cannot snapshot $dir while version $version is in flight")
+
+  def cannotCreateDirectory(dir: File): LocalStateException =
+    new LocalStateException("TXSTATE_LOCAL_DIR",
+      s"cannot create the local state directory $dir; check the disk and spark.sql.streaming.stateStore.txstate.localDir")
+
+  def unreadableCommitPoint(dir: File, cause: Throwable): LocalStateException =
+    new LocalStateException("TXSTATE_UNREADABLE_COMMIT_POINT",
+      s"the local state database in $dir records a commit point this build cannot read (${cause.getMessage}). " +
+        "Delete the directory; it is rebuilt from the checkpoint.", cause)
+
+  def unknownCommitPointEncoding(found: Int, supported: Int): LocalStateException =
+    new LocalStateException("TXSTATE_UNREADABLE_COMMIT_POINT",
+      s"the commit point is in encoding $found, but this build reads encoding $supported")
+
+  def viewUsedAfterRead(): LocalStateException =
+    new LocalStateException("TXSTATE_VIEW_EXPIRED", "a committed view was used after its read ended")
+}

@@ -1,0 +1,123 @@
+package txstate.store
+
+import txstate.engine.{CommitPoint, KeyRange, KeyValueIterator, Transaction}
+
+/**
+ * One micro-batch of one store instance: the handle the Spark adapter reads and writes through.
+ * Reads see the batch's own writes. Past the instance's [[UncommittedLimits]], a write moves the
+ * buffer out of memory (an early commit). The batch ends exactly once: `commit`, `abort`, or
+ * `discard` (a read-only batch); the instance may then close if Spark asked it to meanwhile.
+ *
+ * The batch owns its early-commit bookkeeping (the attempt's checkpoint id and segment count);
+ * the engine only holds the native view that undoing them needs.
+ *
+ * Used by one task thread at a time, like Spark's StateStore.
+ */
+final class StoreBatch private[store] (
+    owner: StoreInstance,
+    tx: Transaction,
+    val loaded: LoadReport,
+    limits: UncommittedLimits) {
+
+  private var ended: Option[String] = None
+  private var attempt: Option[EarlyCommitAttempt] = None
+  private var statsSoFar = BatchStats()
+
+  /** The version this batch started from; a commit writes `base.version + 1`. */
+  def base: CommitPoint = tx.base
+  def isOpen: Boolean = ended.isEmpty
+
+  /** Exact live keys if this batch committed now. */
+  def numKeys: Long = tx.numKeys
+  def uncommittedEntries: Long = tx.uncommittedEntries
+  def uncommittedBytes: Long = tx.uncommittedBytes
+
+  /** What this batch did so far; after a commit, also the commit and the instance's state right after it. */
+  def stats: BatchStats = statsSoFar
+
+  /** Native memory of the instance now, or as of the commit once the batch has ended. */
+  def nativeMemoryBytes: Long = if (isOpen) owner.nativeMemoryUsed else statsSoFar.nativeMemoryBytes
+
+  def get(key: Array[Byte]): Option[Array[Byte]] = { ensureOpen("get"); tx.get(key) }
+  def exists(key: Array[Byte]): Boolean = { ensureOpen("exists"); tx.exists(key) }
+
+  /** Live rows in `range`, in key order; closed for the caller when the batch ends. */
+  def iterator(range: KeyRange): KeyValueIterator = { ensureOpen("iterator"); tx.iterator(range) }
+
+  def put(key: Array[Byte], value: Array[Byte]): Unit = {
+    ensureOpen("put")
+    tx.put(key, value)
+    afterWrite()
+  }
+
+  def delete(key: Array[Byte]): Unit = {
+    ensureOpen("delete")
+    tx.delete(key)
+    afterWrite()
+  }
+
+  /** Deletes every key in [from, until). */
+  def deleteRange(from: Array[Byte], until: Array[Byte]): Unit = {
+    ensureOpen("deleteRange")
+    tx.deleteRange(from, until)
+    afterWrite()
+  }
+
+  /**
+   * Makes the buffered writes durable as the next segment of the open version and moves them
+   * into the local database (in flight), so the buffer starts empty again. None, doing nothing,
+   * while an iterator is open (it would lose sight of buffered rows) or nothing is buffered; the
+   * next write past the limit tries again.
+   */
+  def earlyCommit(): Option[EarlyCommitReport] = {
+    ensureOpen("earlyCommit")
+    if (tx.hasOpenIterators || tx.isEmpty) None
+    else {
+      val (next, report) = owner.earlyCommit(tx, attempt)
+      attempt = Some(next)
+      statsSoFar = statsSoFar.withEarlyCommit(report)
+      Some(report)
+    }
+  }
+
+  /** Makes the batch durable as version `base.version + 1` (changelog first, then the local commit). */
+  def commit(forceSnapshot: Boolean = false): CommitReport = {
+    ensureOpen("commit")
+    val report = owner.commit(tx, attempt, forceSnapshot)
+    statsSoFar = statsSoFar.copy(commit = Some(report), snapshotActivity = owner.drainSnapshotActivity(),
+      snapshotLagVersions = owner.snapshotLag, nativeMemoryBytes = owner.nativeMemoryUsed)
+    end("committed")
+    report
+  }
+
+  /** Drops the batch: its buffer and every early commit (undone from the pre-batch view). O(uncommitted). */
+  def abort(): Unit = if (isOpen) {
+    try owner.abort(tx, attempt)
+    finally end("aborted")
+  }
+
+  /** Ends a batch that wrote nothing durable (a read-only store's release). */
+  def discard(): Unit = if (isOpen) {
+    try tx.discard()
+    finally end("released")
+  }
+
+  private def afterWrite(): Unit = {
+    val entries = tx.uncommittedEntries
+    val bytes = tx.uncommittedBytes
+    statsSoFar = statsSoFar.observed(entries, bytes)
+    if (limits.exceededBy(entries, bytes)) earlyCommit()
+  }
+
+  private def end(how: String): Unit = {
+    ended = Some(how)
+    attempt = None
+    owner.batchEnded()
+  }
+
+  private def ensureOpen(operation: String): Unit =
+    ended.foreach(how => throw StoreErrors.batchEnded(owner.label, operation, how))
+}
+
+/** The commit attempt a batch's early commits belong to: its checkpoint id and segments written so far. */
+private[store] final case class EarlyCommitAttempt(checkpointId: String, segments: Int)

@@ -1,0 +1,41 @@
+package txstate.store
+
+import org.apache.hadoop.fs.Path
+
+/** A store-level failure: its code says which, its message what to do. */
+final class StoreException(val errorCode: String, message: String, cause: Throwable = null)
+    extends IllegalStateException(s"[$errorCode] $message", cause)
+
+/** Every error the store layer raises, written once (docs/ARCHITECTURE.md, "Errors"). */
+private[txstate] object StoreErrors {
+  def negativeVersion(version: Long, store: String): IllegalArgumentException =
+    new IllegalArgumentException(s"[TXSTATE_INVALID_VERSION] cannot load negative version $version of $store")
+
+  def invalidChangeRange(start: Long, end: Long, store: String): IllegalArgumentException =
+    new IllegalArgumentException(
+      s"[TXSTATE_INVALID_VERSION] invalid change range $start..$end for $store: the start must be >= 1 and <= the end")
+
+  def missingCheckpointId(version: Long, store: String): StoreException =
+    new StoreException("TXSTATE_MISSING_CHECKPOINT_ID",
+      s"Spark asked for version $version of $store under checkpoint format v2 without a checkpoint id")
+
+  def cannotRebuild(version: Long, store: String, root: Path, why: String, cause: Throwable = null): StoreException =
+    new StoreException("TXSTATE_CANNOT_LOAD", s"cannot rebuild version $version of $store from $root: $why", cause)
+
+  def snapshotMismatch(path: Path, found: String): StoreException =
+    new StoreException("TXSTATE_CANNOT_LOAD", s"snapshot $path holds $found, not what its manifest says")
+
+  def closed(store: String): StoreException =
+    new StoreException("TXSTATE_STORE_CLOSED",
+      s"$store is closed (Spark unloaded it); the task should fail and be retried, which opens it again")
+
+  def busy(store: String): StoreException =
+    new StoreException("TXSTATE_STORE_BUSY",
+      s"$store already has a batch open; commit or abort it before opening another")
+
+  def batchEnded(store: String, operation: String, how: String): StoreException =
+    new StoreException("TXSTATE_BATCH_ENDED", s"$operation on $store, whose batch is already $how")
+
+  def stagedSnapshotWithoutId(version: Long): StoreException =
+    new StoreException("TXSTATE_SNAPSHOT_WITHOUT_ID", s"the staged snapshot of version $version has no checkpoint id")
+}
