@@ -43,7 +43,7 @@ $(WHEEL): $(JAR) $(PY_SOURCES) python/pyproject.toml
 	rm -rf python/txstate_spark/jars python/build python/*.egg-info
 
 demo: $(JAR)
-	$(VPY) -m txstate_spark.demo
+	$(VPY) demo/streaming_demo.py
 
 test: test-jvm test-python
 

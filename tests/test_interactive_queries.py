@@ -1,7 +1,7 @@
 """Interactive queries (txstate_spark.query) against real streaming queries on real Spark.
 
 * Conversion: Python keys and values to the protocol's JSON of Spark internal values and back, and
-  the errors a wrong key gets (no JVM needed).
+  the errors a wrong key gets (no JVM needed); decoded rows equal what `DataFrame.collect()` returns.
 * A running aggregation over a deterministic source (`rate-micro-batch`, N rows per batch, keys
   value % K), queried in a loop while it runs: at every batch boundary every key's count is
   (batch + 1) * N / K, and its sum and max follow from the batch too. An answer is right only if it
@@ -39,6 +39,7 @@ import streaming_harness
 from txstate_spark.query import (
     FailureReason,
     KeyQuery,
+    MergedPosition,
     MultiKeyQuery,
     Position,
     PositionBound,
@@ -89,6 +90,8 @@ EVERY_VALUE = Row(
     map={"a": decimal.Decimal("1.5"), "b": None}, nothing=None,
 )
 
+EVERY_VALUE_WITH_NULLS = Row(**{name: None for name in EVERY_TYPE.names})
+
 
 def through_json(schema: T.StructType, value: Any) -> Row:
     encoded = json.loads(json.dumps(encode_row(schema, value, "value"), allow_nan=False))
@@ -127,6 +130,16 @@ def test_nan_and_infinities_travel_as_strings():
     assert encoded == ["NaN", "Infinity", "-Infinity"]
     decoded = decode_row(schema, encoded)
     assert math.isnan(decoded.f) and decoded.d == math.inf and decoded.e == -math.inf
+
+
+def test_map_keys_that_are_arrays_come_back_as_tuples_or_a_clear_error():
+    by_ints = T.StructType([T.StructField("m", T.MapType(T.ArrayType(T.LongType()), T.StringType()))])
+    assert decode_row(by_ints, [{"keys": [[1, 2]], "values": ["x"]}]) == Row(m={(1, 2): "x"})
+    by_dates = T.StructType([T.StructField("m", T.MapType(T.ArrayType(T.DateType()), T.LongType()))])
+    assert decode_row(by_dates, [{"keys": [], "values": []}]) == Row(m={})
+    assert decode_row(by_dates, [None]) == Row(m=None)
+    with pytest.raises(StateQueryError, match="cannot be dict keys"):
+        decode_row(by_dates, [{"keys": [[0]], "values": [1]}])
 
 
 WORD_KEY = T.StructType([T.StructField("word", T.StringType(), False)])
@@ -215,12 +228,16 @@ def test_requests_and_queries_are_immutable_builders():
 def test_position_bounds_in_the_protocol():
     assert PositionBound.unbounded().to_json() == {"type": "unbounded"}
     assert PositionBound.at_least_batch(3).to_json() == {"type": "atLeastBatch", "batchId": 3}
-    merged = Position.from_json({"version": 5, "batchId": 4, "checkpointId": None, "commitTimeMs": 1,
-                                 "sourceOffsets": ["7"],
-                                 "partitions": {"1": {"version": 6, "batchId": 5}, "0": {"version": 5, "batchId": 4}}})
+    merged = MergedPosition.from_json({"version": 5, "batchId": 4, "checkpointId": None, "commitTimeMs": 1,
+                                       "sourceOffsets": ["7"],
+                                       "partitions": {"1": {"version": 6, "batchId": 5}, "0": {"version": 5, "batchId": 4}}})
     assert list(merged.partitions) == [0, 1] and merged.source_offsets == ("7",)
     assert PositionBound.at_least(merged).to_json() == {"type": "atLeast", "batchId": 4, "partitions": {"0": 4, "1": 5}}
-    assert PositionBound.at_least(Position(None, None)).to_json() == {"type": "unbounded"}
+    assert PositionBound.at_least(MergedPosition.from_json(None)).to_json() == {"type": "unbounded"}
+    # One partition's position bounds every partition at its batch.
+    assert PositionBound.at_least(merged.partitions[1]).to_json() == {"type": "atLeastBatch", "batchId": 5}
+    with pytest.raises(StateQueryError, match="MergedPosition or a Position"):
+        PositionBound.at_least(4)
     with pytest.raises(StateQueryError):
         PositionBound.at_least_batch(-1)
 
@@ -258,6 +275,57 @@ def test_a_failed_partition_result_raises_with_its_reason():
                             lambda raw: raw)
     assert absent.only_partition_result().result is None
     assert result.position.batch_id == 1 and result.position.batch_of(0) == 2
+
+
+def test_partition_positions_and_the_merged_position_are_different_types():
+    position = {"version": 5, "batchId": 4, "checkpointId": "c5", "commitTimeMs": 9, "sourceOffsets": ["4"]}
+    newer = {**position, "version": 6, "batchId": 5, "checkpointId": "c6"}
+    response = {
+        "partitions": [{"partition": 0, "success": True, "result": None, "position": newer},
+                       {"partition": 1, "success": True, "result": None, "position": position}],
+        "position": {**position, "partitions": {"1": position, "0": newer}},
+        "continuation": None,
+    }
+    result = parse_response(response, lambda raw: raw)
+    merged = result.position
+    assert isinstance(merged, MergedPosition) and not isinstance(merged, Position)
+    assert all(type(r.position) is Position for r in result.partition_results.values())
+    assert merged.oldest == result.partition_results[1].position == Position(5, 4, "c5", 9, ("4",))
+    assert dict(merged.partitions) == {p: r.position for p, r in result.partition_results.items()}
+    assert (merged.version, merged.batch_id, merged.checkpoint_id, merged.commit_time_ms, merged.source_offsets) == (
+        5, 4, "c5", 9, ("4",))
+    assert merged.batch_of(0) == 5 and merged.batch_of(1) == 4 and merged.batch_of(7) == 4
+    # No partition answered: the JVM sends null fields and no partitions.
+    nobody = parse_response({"partitions": [], "position": {
+        "version": None, "batchId": None, "checkpointId": None, "commitTimeMs": None, "sourceOffsets": None,
+        "partitions": {}}}, lambda raw: raw).position
+    assert nobody == MergedPosition() and nobody.oldest is None and nobody.batch_id is None
+    assert nobody.source_offsets == () and dict(nobody.partitions) == {}
+
+
+def test_page_rows_and_result_rows_are_both_read_only_attributes():
+    codec = StoreCodec(PAIR_KEY, WORD_KEY)
+
+    def page(rows, token):
+        return {"rows": [{"key": k, "value": v} for k, v in rows], "continuation": token}
+
+    response = {
+        "partitions": [{"partition": 1, "success": True, "position": {"version": 1, "batchId": 0},
+                        "result": page([([2, "b"], ["y"])], None)},
+                       {"partition": 0, "success": True, "position": {"version": 1, "batchId": 0},
+                        "result": page([([1, "a"], ["x"]), ([1, None], [None])], "t0")}],
+        "position": {"version": 1, "batchId": 0}, "continuation": "t",
+    }
+    result = parse_response(response, lambda raw: ScanQuery.all().decode_result(raw, codec))
+    first = result.partition_results[0].result
+    assert first.rows == [Row(key=Row(a=1, b="a"), value=Row(word="x")),
+                          Row(key=Row(a=1, b=None), value=Row(word=None))]
+    assert first.rows[0].__fields__ == ["key", "value"] and first.rows[0].key.__fields__ == ["a", "b"]
+    assert first.continuation == "t0" and result.partition_results[1].result.continuation is None
+    assert result.rows == first.rows + result.partition_results[1].result.rows  # partition by partition
+    for owner in (first, result):
+        with pytest.raises(AttributeError):
+            owner.rows = []
 
 
 def test_a_spark_connect_session_is_refused_before_any_call():
@@ -364,6 +432,26 @@ def check_counter(value: Row, key: int, batch_id: int, context: str) -> None:
 
 def reasons(result) -> dict[int, FailureReason | None]:
     return {p: r.failure_reason for p, r in result.partition_results.items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# Decoded values against DataFrame.collect() (real Spark)
+
+
+def test_decoded_rows_are_what_dataframe_collect_returns(spark):
+    collected = spark.createDataFrame([EVERY_VALUE, EVERY_VALUE_WITH_NULLS], EVERY_TYPE).collect()
+    decoded = [through_json(EVERY_TYPE, value) for value in (EVERY_VALUE, EVERY_VALUE_WITH_NULLS)]
+    assert decoded == collected
+    for ours, theirs in zip(decoded, collected):
+        assert ours.__fields__ == theirs.__fields__ == EVERY_TYPE.names
+        assert ours.asDict(recursive=True) == theirs.asDict(recursive=True)
+        # Binary is the one exception: bytearray here, bytes from pyspark 4's collect() (equal values).
+        assert [type(v) for n, v in zip(ours.__fields__, ours) if n != "bytes"] == [
+            type(v) for n, v in zip(theirs.__fields__, theirs) if n != "bytes"]
+    assert decoded[0].inner.__fields__ == collected[0].inner.__fields__ == ["x", "y"]
+    assert decoded[0].structs[1].__fields__ == collected[0].structs[1].__fields__ == ["z"]
+    assert decoded[1].inner is None and decoded[1].list is None and decoded[1].map is None
+    assert decode_row(EVERY_TYPE, None) is None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -567,7 +655,7 @@ class TestStoppedQuery:
         result = from_files.enable_execution_info().execute(spark)
         assert result.is_success, result
         assert {r.position.batch_id for r in result.partition_results.values()} == {last}
-        rows = result.rows()
+        rows = result.rows
         assert sorted(row.key.k for row in rows) == list(range(KEYS))
         for row in rows:
             check_counter(row.value, row.key.k, last, "checkpoint read")
@@ -661,7 +749,7 @@ class TestHundredThousandKeys:
         for result in big_request(query).with_query(ScanQuery.all().with_limit(7000)).pages(spark):
             pages += 1
             assert result.is_success, result.failures()
-            for row in result.rows():
+            for row in result.rows:
                 key, value = row_pair(row)
                 assert key not in seen, f"key {key} returned twice (page {pages})"
                 seen[key] = value

@@ -7,17 +7,19 @@ test modules may have started in the pytest process (a py4j JVM keeps its classp
 Needs `make jar` and `make wheel` first (`make test` does both).
 """
 
+import ast
 import hashlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
 import zipfile
 from email.parser import Parser
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import pytest
 
@@ -132,14 +134,44 @@ def test_wheel_bundles_the_built_jar_and_typing_marker() -> None:
         names = set(wheel.namelist())
         assert WHEEL_JAR_ENTRY in names, f"no {WHEEL_JAR_ENTRY} in {WHEEL.name}: {sorted(names)}"
         bundled = wheel.read(WHEEL_JAR_ENTRY)
-    for module in ("__init__", "__main__", "demo", "jar", "session", "settings", "submit", "_version"):
+    check_package_modules(names, WHEEL.name)
+    assert sha256(bundled) == sha256(built_jar().read_bytes()), (
+        f"the jar in {WHEEL.name} differs from {JAR}: the wheel is stale, run `make wheel`"
+    )
+
+
+def check_package_modules(names: Set[str], wheel_name: str) -> None:
+    """The wheel holds the package's modules and typing marker, and no demo."""
+    for module in ("__init__", "__main__", "jar", "session", "settings", "submit", "_version"):
         assert f"txstate_spark/{module}.py" in names
     assert "txstate_spark/py.typed" in names
     for module in ("__init__", "bounds", "conversion", "gateway", "queries", "request", "results", "store"):
         assert f"txstate_spark/query/{module}.py" in names, f"the wheel lacks txstate_spark.query.{module}"
-    assert sha256(bundled) == sha256(built_jar().read_bytes()), (
-        f"the jar in {WHEEL.name} differs from {JAR}: the wheel is stale, run `make wheel`"
-    )
+    demos = sorted(n for n in names if "demo" in n.lower())
+    assert not demos, f"{wheel_name} ships the demo ({demos}): it belongs to the repository's demo/ folder"
+
+
+def test_a_wheel_built_from_the_source_tree_has_no_demo(tmp_path: Path) -> None:
+    # Built here, like `make wheel` but without the jar, from a copy of python/ (setuptools writes
+    # build/ and *.egg-info next to the sources).
+    source = tmp_path / "python"
+    shutil.copytree(PYTHON_SRC, source, ignore=shutil.ignore_patterns(
+        "build", "*.egg-info", "__pycache__", "jars"))
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--disable-pip-version-check", "-w", str(tmp_path / "dist"), str(source)], child_env())
+    wheel, = (tmp_path / "dist").glob("txstate_spark-*.whl")
+    with zipfile.ZipFile(wheel) as built:
+        check_package_modules(set(built.namelist()), wheel.name)
+
+
+def test_the_demo_runs_from_the_repository_as_make_demo_runs_it() -> None:
+    makefile = (REPO / "Makefile").read_text().splitlines()
+    recipe = makefile[makefile.index("demo: $(JAR)") + 1].strip()
+    assert recipe.startswith("$(VPY) ") and recipe.endswith(".py"), recipe
+    script = REPO / recipe[len("$(VPY) "):]
+    assert script.is_file() and PYTHON_SRC not in script.parents, f"make demo runs {script}"
+    done = run([sys.executable, str(script), "--help"], child_env())
+    assert "--work-dir" in done.stdout and "txstate provider" in done.stdout, done.stdout
 
 
 def test_pyspark_is_an_optional_extra_not_a_dependency() -> None:
@@ -148,6 +180,53 @@ def test_pyspark_is_an_optional_extra_not_a_dependency() -> None:
     requires = metadata.get_all("Requires-Dist") or []
     assert requires == ['pyspark==4.3.0; extra == "pyspark"'], requires
     assert "pyspark" in (metadata.get_all("Provides-Extra") or [])
+
+
+# ---------------------------------------------------------------------------------------------
+# pyspark's public API only, but for the py4j gateway
+
+#: The private pyspark names the package may use, for lack of a public equivalent in classic pyspark:
+#: the py4j handles of the driver JVM, its session and a streaming query (``_jvm``, ``_jsparkSession``,
+#: ``_jsq``) and the Java exception behind a converted error (``_origin``); whether the driver JVM was
+#: launched (``SparkContext._gateway``, ``_ensure_initialized``, ``_active_spark_context``); and a
+#: builder's settings before any session exists (``Builder._options``). Any other is a bug.
+PY4J_GATEWAY_NAMES = {"_jvm", "_jsparkSession", "_jsq", "_origin", "_options", "_gateway",
+                      "_ensure_initialized", "_active_spark_context"}
+
+
+def private_pyspark_names(source: str) -> List[str]:
+    """The private names ``source`` takes from pyspark: ``from pyspark... import _x``, ``T._x``
+    where ``T`` came from pyspark, and ``getattr``/``hasattr`` with a ``"_x"`` name (not a dunder, nor
+    namedtuple's public ``_asdict``)."""
+    tree = ast.parse(source)
+    imported: Set[str] = set()
+    found: List[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "pyspark":
+            imported.update(alias.asname or alias.name for alias in node.names)
+            found += [alias.name for alias in node.names if alias.name.startswith("_")]
+        elif isinstance(node, ast.Import):
+            imported.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("pyspark"))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imported
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append(node.attr)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+              and str(node.args[1].value).startswith("_") and not str(node.args[1].value).startswith("__")
+              and node.args[1].value != "_asdict"):
+            found.append(str(node.args[1].value))
+    return found
+
+
+def test_the_package_uses_no_private_pyspark_helper() -> None:
+    assert private_pyspark_names("from pyspark.sql import types as T\nT._create_row(a, b)") == ["_create_row"]
+    misuses = {}
+    for path in sorted((PYTHON_SRC / "txstate_spark").rglob("*.py")):
+        names = sorted(set(private_pyspark_names(path.read_text())) - PY4J_GATEWAY_NAMES)
+        if names:
+            misuses[str(path.relative_to(REPO))] = names
+    assert not misuses, f"private pyspark names outside the py4j gateway (use the public API): {misuses}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@
            .enable_execution_info())
     res = req.execute(spark)
     res.only_partition_result().result      # the value as a Row, or None
-    res.position.batch_id
+    res.position.batch_id                   # the oldest partition's batch (a MergedPosition)
 
 Queries read the last committed version of each partition's store (READ_COMMITTED): in local mode
 on the driver, on a cluster on the executor that holds the store, and, with
@@ -18,7 +18,7 @@ classic (py4j) pyspark: Spark Connect sessions are refused with a :class:`StateQ
 """
 
 from txstate_spark.errors import StateQueryError
-from txstate_spark.query.bounds import Position, PositionBound
+from txstate_spark.query.bounds import MergedPosition, Position, PositionBound
 from txstate_spark.query.queries import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -40,6 +40,7 @@ __all__ = [
     "MAX_LIMIT",
     "FailureReason",
     "KeyQuery",
+    "MergedPosition",
     "MultiKeyQuery",
     "Page",
     "PagedQuery",

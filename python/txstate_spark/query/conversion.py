@@ -4,9 +4,12 @@ Keys go to the JVM and values come back as JSON arrays of Spark's *internal* val
 order (docs/query-protocol.md, "Values"): dates as days, timestamps as microseconds, binary as
 base64, decimals as strings, NaN and the infinities as strings, maps as ``{"keys", "values"}``.
 Python values are checked against the schema on the way in, so a wrong key fails here with the
-column and the type it expects, not somewhere in the JVM. Leaf conversions are pyspark's own
-(``DateType().toInternal``, ``TimestampType().fromInternal``, ...), so values come back exactly as
-``DataFrame.collect()`` returns them (binary as ``bytearray``, timestamps as naive local datetimes).
+column and the type it expects, not somewhere in the JVM. Conversions are pyspark's own public
+ones (``DateType().toInternal`` on the way in; ``StructType.fromInternal`` on the way back, the
+conversion ``DataFrame.collect()`` applies), so values come back as ``DataFrame.collect()`` returns
+them: ``Row``s with the schema's field names, timestamps as naive local datetimes. One exception:
+binary comes back as ``bytearray`` (Spark's internal value), where pyspark 4's ``collect()`` gives
+``bytes``; the two compare equal.
 """
 
 from __future__ import annotations
@@ -251,35 +254,55 @@ Decoder = Callable[[JsonValue], Any]
 def decoder(data_type: "DataType", path: str = "value") -> Decoder:
     """A function turning the JSON form of ``data_type`` into Python values (None stays None).
 
-    Built once per schema (a store's scan decodes every row with the same one): the type dispatch
-    happens here, not per value.
+    The JSON becomes Spark's internal Python values first (what JSON cannot carry as it is:
+    binary, decimals, NaN, maps), then ``data_type.fromInternal`` (pyspark's own conversion, the
+    one ``DataFrame.collect()`` applies) makes the Python values and ``Row``s. Built once per
+    schema (a store's scan decodes every row with the same one): the type dispatch happens here,
+    not per value.
     """
+    to_internal = _internal_decoder(data_type, path)
+    if not data_type.needConversion():
+        return to_internal
+    from_internal = data_type.fromInternal
+    return lambda data: from_internal(to_internal(data))
+
+
+def _internal_decoder(data_type: "DataType", path: str) -> Decoder:  # noqa: C901
+    """A function turning the JSON form of ``data_type`` into Spark's internal Python value: the
+    form ``data_type.fromInternal`` reads (structs as lists in field order, dates as days, ...)."""
     from pyspark.sql import types as T
 
     def nullable(convert: Decoder) -> Decoder:
         return lambda data: None if data is None else convert(data)
 
     if isinstance(data_type, T.StructType):
-        names = data_type.names
-        fields = [decoder(f.dataType, f"{path}.{f.name}") for f in data_type.fields]
+        fields = [_internal_decoder(f.dataType, f"{path}.{f.name}") for f in data_type.fields]
         width = len(fields)
-        create_row = T._create_row
+        converted = [(i, convert) for i, convert in enumerate(fields) if convert is not _identity]
 
         def struct(data: JsonValue) -> Any:
+            if data is None:
+                return None
             if not isinstance(data, list) or len(data) != width:
                 raise StateQueryError(
                     f"the JVM sent {path} as {data!r}, expected an array of {width} values "
                     f"({data_type.simpleString()})"
                 )
-            return create_row(names, [convert(v) for convert, v in zip(fields, data)])
+            if not converted:
+                return data
+            values = data.copy()
+            for i, convert in converted:
+                values[i] = convert(values[i])
+            return values
 
-        return nullable(struct)
+        return struct
     if isinstance(data_type, T.ArrayType):
-        element = decoder(data_type.elementType, f"{path}[]")
+        element = _internal_decoder(data_type.elementType, f"{path}[]")
+        if element is _identity:
+            return _identity
         return nullable(lambda data: [element(v) for v in data])
     if isinstance(data_type, T.MapType):
-        key, value = decoder(data_type.keyType, f"{path} key"), decoder(data_type.valueType, f"{path} value")
-        return nullable(lambda data: {_hashable(key(k)): value(v) for k, v in zip(data["keys"], data["values"])})
+        return _map_decoder(data_type, path)
     if isinstance(data_type, (T.FloatType, T.DoubleType)):
         return nullable(lambda data: _SPECIAL_FLOATS[data] if isinstance(data, str) else float(data))
     if isinstance(data_type, T.BinaryType):
@@ -287,12 +310,34 @@ def decoder(data_type: "DataType", path: str = "value") -> Decoder:
     if isinstance(data_type, T.DecimalType):
         return nullable(lambda data: decimal.Decimal(str(data)))
     if isinstance(data_type, (T.DateType, T.TimestampType, T.TimestampNTZType, T.DayTimeIntervalType, T.TimeType)):
-        from_internal = data_type.fromInternal
-        return nullable(lambda data: from_internal(int(data)))
+        return nullable(int)
     if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType, T.StringType,
                               T.CharType, T.VarcharType, T.NullType)):
         return _identity
     raise StateQueryError(f"{path} has type {data_type.simpleString()}, which interactive queries do not support")
+
+
+def _map_decoder(data_type: Any, path: str) -> Decoder:
+    """A map's ``{"keys", "values"}`` as a dict of internal values; array keys become tuples (a
+    Python dict key must be hashable; ``DataFrame.collect()`` cannot return array keys at all)."""
+    from pyspark.sql import types as T
+
+    key = _internal_decoder(data_type.keyType, f"{path} key")
+    value = _internal_decoder(data_type.valueType, f"{path} value")
+    if isinstance(data_type.keyType, T.ArrayType) and data_type.keyType.needConversion():
+        # fromInternal would turn the tuple back into a list, which cannot be a dict key.
+        def unsupported(data: JsonValue) -> Any:
+            if not data["keys"]:
+                return {}
+            raise StateQueryError(
+                f"{path} has type {data_type.simpleString()}: its keys are arrays of values that "
+                f"Python converts ({data_type.keyType.simpleString()}), which cannot be dict keys"
+            )
+
+        return lambda data: None if data is None else unsupported(data)
+    return lambda data: None if data is None else {
+        _hashable(key(k)): value(v) for k, v in zip(data["keys"], data["values"])
+    }
 
 
 def _identity(data: JsonValue) -> Any:

@@ -112,10 +112,10 @@ class PagedQuery(Query):
         return {"limit": self.limit, "continuation": self.continuation}
 
     def decode_result(self, raw: Any, codec: "StoreCodec") -> Page:
-        from pyspark.sql.types import _create_row
+        from pyspark.sql import Row
 
-        key, value, names = codec.decode_key, codec.decode_value, ["key", "value"]
-        rows = [_create_row(names, (key(r["key"]), value(r["value"]))) for r in raw["rows"]]
+        key, value = codec.decode_key, codec.decode_value
+        rows = [Row(key=key(r["key"]), value=value(r["value"])) for r in raw["rows"]]
         return Page(rows, raw.get("continuation"))
 
 

@@ -74,7 +74,7 @@ class StateQueryRequest:
             raise StateQueryError(f"store must be a store name such as 'default', got {store!r}")
         if isinstance(target, (str, os.PathLike)):
             target = _checkpoint_location(target)
-        elif not hasattr(target, "_jsq"):
+        elif not _is_classic_streaming_query(target):
             raise StateQueryError(
                 f"in_store expects a pyspark StreamingQuery or a checkpoint path, got "
                 f"{type(target).__module__}.{type(target).__qualname__}"
@@ -187,6 +187,15 @@ class StateQueryRequest:
             if resolved.description is None:
                 resolved.description = StoreDescription.from_json(gateway.describe(target))
             return resolved.description
+
+
+def _is_classic_streaming_query(target: Any) -> bool:
+    """Whether ``target`` is a classic (py4j) pyspark ``StreamingQuery`` (a Spark Connect one is not)."""
+    try:
+        from pyspark.sql.streaming import StreamingQuery
+    except ImportError:  # no pyspark here, so no StreamingQuery either
+        return False
+    return isinstance(target, StreamingQuery)
 
 
 def _checkpoint_location(path: Union[str, "os.PathLike[str]"]) -> str:

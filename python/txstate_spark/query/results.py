@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
 from txstate_spark.errors import StateQueryError
-from txstate_spark.query.bounds import Position
+from txstate_spark.query.bounds import MergedPosition, Position
 
 
 class FailureReason(str, enum.Enum):
@@ -65,11 +65,12 @@ class QueryResult:
 
 @dataclass(frozen=True)
 class StateQueryResult:
-    """Every queried partition's :class:`QueryResult`, the merged (oldest) position, and the
-    continuation token of a paged query over every partition (None when no partition has more)."""
+    """Every queried partition's :class:`QueryResult`, the :class:`MergedPosition` (each
+    partition's position and the oldest of them), and the continuation token of a paged query over
+    every partition (None when no partition has more)."""
 
     partition_results: Dict[int, QueryResult]
-    position: Position
+    position: MergedPosition
     continuation: Optional[Any] = None
 
     def only_partition_result(self) -> QueryResult:
@@ -117,9 +118,11 @@ class StateQueryResult:
         """The partitions that did not answer."""
         return {p: r for p, r in self.partition_results.items() if not r.is_success}
 
+    @property
     def rows(self) -> List[Any]:
         """The rows of every partition's page (range, prefix and scan queries), partition by
-        partition; raises :class:`StateQueryError` if a partition failed."""
+        partition, as one list (a page's own ``rows`` is one partition's); raises
+        :class:`StateQueryError` if a partition failed."""
         return [row for p in sorted(self.partition_results) for row in self.partition_results[p].result.rows]
 
 
@@ -140,10 +143,9 @@ def parse_response(response: Mapping[str, Any], decode: Any) -> StateQueryResult
             execution_info=list(entry.get("executionInfo") or []),
             _result=decode(entry.get("result")) if success else None,
         )
-    merged = Position.from_json(response.get("position")) or Position(None, None)
     return StateQueryResult(
         partition_results=dict(sorted(results.items())),
-        position=merged,
+        position=MergedPosition.from_json(response.get("position")),
         continuation=response.get("continuation"),
     )
 

@@ -1,4 +1,8 @@
-"""``python -m txstate_spark.demo``: a real Structured Streaming job on local Spark with the txstate provider.
+"""A real Structured Streaming job on local Spark with the txstate provider (``make demo``).
+
+A script of the repository, not part of the wheel. ``make demo`` builds the jar and runs it with the
+source package on the path; by hand: ``PYTHONPATH=python
+TXSTATE_SPARK_JAR=target/txstate-spark_2.13-<version>.jar python demo/streaming_demo.py``.
 
 The job reads CSV files of ``event_id,word`` events (some events are delivered twice), drops the
 duplicates with ``dropDuplicates(["event_id"])`` and counts words with ``groupBy("word").count()`` in
@@ -29,7 +33,6 @@ import sys
 import tempfile
 import textwrap
 import time
-import warnings
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
@@ -153,7 +156,7 @@ def scan_checkpoint(spark: "SparkSession", checkpoint: Path) -> Dict[str, int]:
     pages = 0
     for page in request.pages(spark):
         pages += 1
-        counts.update((row.key["word"], row.value["count"]) for row in page.rows())
+        counts.update((row.key["word"], row.value["count"]) for row in page.rows)
         position = page.position
     print(f"  scan of the stopped query's state from its checkpoint: {len(counts)} words in {pages} pages "
           f"(limit 5 per partition), at batch {position.batch_id}")
@@ -225,15 +228,14 @@ def main(argv: Optional[Sequence[str]] = None, provider_class: str = PROVIDER_CL
     """Run the demo; return 0 when the counts after the restart and the recorded provider are right.
 
     ``provider_class`` exists to check the demo itself against another provider (e.g. Spark's
-    built-in RocksDB one); ``python -m txstate_spark.demo`` always uses txstate's.
+    built-in RocksDB one); run as a script, the demo always uses txstate's.
     """
-    parser = argparse.ArgumentParser(prog="python -m txstate_spark.demo", description=(__doc__ or "").split("\n")[0])
+    parser = argparse.ArgumentParser(prog="demo/streaming_demo.py", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--work-dir", type=Path, help="keep the input files and checkpoint here "
                         "(must not exist yet); default: a temporary directory removed at the end")
     args = parser.parse_args(argv)
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)  # keep our lines in order with Spark's stderr
-    warnings.filterwarnings("ignore", message=".*does not yet fully support pandas.*")
 
     if args.work_dir is not None and args.work_dir.exists():
         parser.error(f"--work-dir {args.work_dir} already exists; pass a new directory")
