@@ -1,4 +1,4 @@
-"""Streaming aggregations on `local-cluster[2,1,1024]` that make txstate spill (early commits).
+"""Streaming aggregations on `local-cluster[2,1,1024]` that make txstate commit early.
 
 Run by test_bounded_memory.py in its own process: it needs its own SparkContext, whose two
 executors are real JVMs, so their resident memory can be measured and one of them can be killed.
@@ -365,13 +365,13 @@ def run_kill(args, report: dict) -> None:
         report["executors_before"] = executor_ids(sc)
 
         def victim():
-            """A running stateful task on a live executor whose store has spilled
+            """A running stateful task on a live executor whose store has committed early
             `--kill-after-segments` times and not committed yet."""
             return stateful_task_to_kill(sc, app_id, lambda partition: (
                 len(segments(checkpoint, partition, version)) >= args.kill_after_segments
                 and not changelogs(checkpoint, partition, version)))
 
-        def kill_during_spilled_batch() -> None:
+        def kill_during_early_committed_batch() -> None:
             try:
                 found = wait_for(victim, 90, 0.05)
                 if not found:
@@ -396,7 +396,7 @@ def run_kill(args, report: dict) -> None:
         def collect(df, batch_id: int) -> None:
             killer = None
             if batch_id == args.kill_batch and report["kill"] is None:
-                killer = threading.Thread(target=kill_during_spilled_batch, daemon=True)
+                killer = threading.Thread(target=kill_during_early_committed_batch, daemon=True)
                 killer.start()
             try:
                 row = df.agg(F.count(F.lit(1)).alias("rows"), F.sum("n").alias("n"),

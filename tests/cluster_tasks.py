@@ -167,7 +167,7 @@ class Victim(NamedTuple):
 def stateful_task_to_kill(sc, app_id: str, ready: Callable[[int], bool] = lambda partition: True
                           ) -> Victim | None:
     """A running stateful task on a live executor JVM whose partition passes `ready(partition)`
-    (for example: its store has spilled and not committed yet), with that JVM's pid; else None."""
+    (for example: its store has committed early and not committed yet), with that JVM's pid; else None."""
     processes = executor_processes(app_id)
     for task in running_stateful_tasks(sc):
         if task.executor_id in processes and ready(task.partition):

@@ -116,14 +116,14 @@ def main() -> int:
         """The early-commit segments and changelogs of the kill batch's version in a store."""
         return streaming_harness.version_files(checkpoint / "state" / "0" / str(partition), version)
 
-    def spilled_and_uncommitted(partition: int) -> bool:
+    def early_committed_and_uncommitted(partition: int) -> bool:
         segments, changelogs = store_files(partition)
         return len(segments) >= args.kill_after_segments and not changelogs
 
     def kill_mid_write() -> None:
-        """SIGKILLs the executor of a stateful task whose store has spilled and not committed."""
+        """SIGKILLs the executor of a stateful task whose store has committed early and not committed."""
         try:
-            victim = wait_for(lambda: stateful_task_to_kill(sc, app_id, spilled_and_uncommitted), 180, 0.05)
+            victim = wait_for(lambda: stateful_task_to_kill(sc, app_id, early_committed_and_uncommitted), 180, 0.05)
             if victim is None:
                 report["errors"].append(
                     f"no running stateful task whose store wrote {args.kill_after_segments} early-commit "

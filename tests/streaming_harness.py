@@ -373,7 +373,7 @@ def assert_same_output(reference: RunOutput, candidate: RunOutput, case_name: st
 
 CHANGELOG = re.compile(r"^(\d+)(?:_([0-9a-fA-F-]+))?\.txlog$")
 SNAPSHOT = re.compile(r"^(\d+)_([0-9a-fA-F-]+)\.snapshot$")
-# An early-commit segment: the k-th spill of an open version's attempt (changelog id).
+# An early-commit segment: the k-th early commit of an open version's attempt (checkpoint id).
 SEGMENT = re.compile(r"^(\d+)_([0-9a-fA-F-]+)-(\d+)\.txseg$")
 
 

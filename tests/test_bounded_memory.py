@@ -6,7 +6,7 @@ and moves it into its local RocksDB under an in-flight marker. The batch must st
 undoes every early commit, a crash with a version in flight rebuilds from the checkpoint.
 
 1. One micro-batch of five million new keys on `local-cluster[2,1,1024]`, once with a 32 MiB
-   limit and once with none: the bounded run spills, stays exact (state read back through Spark's
+   limit and once with none: the bounded run commits early, stays exact (state read back through Spark's
    state data source, compared with counts computed here), and its executors' peak resident memory
    is measured against the unbounded run's.
 2. A batch that early-commits several times per store and then fails, before any store commits
@@ -134,7 +134,7 @@ def memory_line(report: dict) -> str:
     return "; ".join(parts)
 
 
-def test_one_batch_of_five_million_new_keys_spills_stays_exact_and_lowers_peak_memory(
+def test_one_batch_of_five_million_new_keys_commits_early_stays_exact_and_lowers_peak_memory(
     huge_input, plugin_jar, candidate_provider, tmp_path
 ):
     input_dir, want = huge_input
@@ -155,7 +155,7 @@ def test_one_batch_of_five_million_new_keys_spills_stays_exact_and_lowers_peak_m
           f"error {unbounded.get('query_exception') and unbounded['query_exception'][:300]}; "
           f"{memory_line(unbounded)}")
 
-    # The bounded run: one batch, exact, spilled, its buffers bounded.
+    # The bounded run: one batch, exact, early-committed, its buffers bounded.
     context = f"\njob log excerpt:\n{log_excerpt(bounded_log)}"
     assert not bounded["errors"], f"{bounded['errors']}{context}"
     assert bounded["query_exception"] is None, f"{bounded['query_exception']}{context}"
@@ -170,7 +170,7 @@ def test_one_batch_of_five_million_new_keys_spills_stays_exact_and_lowers_peak_m
     # The whole batch went through early commits but for each store's last sub-limit remainder
     # (the peaks are summed over the two stores, as the remainders are).
     assert metrics["txstateEarlyCommitEntries"] >= HUGE_KEYS - metrics["txstateUncommittedEntriesPeak"], metrics
-    # A store spills as soon as a write takes it past the limit (no iterator is open in an
+    # A store commits early as soon as a write takes it past the limit (no iterator is open in an
     # aggregation), so its buffer peaks one entry above 32 MiB; the bound allows twice that.
     stores = 2
     assert metrics["txstateUncommittedBytesPeak"] <= stores * 2 * 32 * MIB, metrics
@@ -330,7 +330,7 @@ def test_a_failed_batch_that_early_committed_three_times_leaves_the_previous_ver
 
 
 # --------------------------------------------------------------------------------------------
-# 3. An executor killed during a spilled batch
+# 3. An executor killed during a early-committed batch
 
 
 KILL_OLD_KEYS = 50_000
@@ -351,7 +351,7 @@ def kill_batches() -> list[tuple[np.ndarray, np.ndarray]]:
     return [(old, old * 2), (batch1, batch1 + 11), (batch2, -batch2)]
 
 
-def test_an_executor_killed_during_a_spilled_batch_leaves_exact_state(
+def test_an_executor_killed_during_an_early_committed_batch_leaves_exact_state(
     plugin_jar, candidate_provider, work_dir
 ):
     batches = kill_batches()

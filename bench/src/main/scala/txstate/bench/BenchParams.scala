@@ -21,7 +21,7 @@ final case class BenchParams(
     only: Option[Set[String]],
     conf: Map[String, String] = Map.empty) {
 
-  def describe: String =
+  def summary: String =
     s"mode=$mode, preload=$preloadKeys keys, $batches batches x $updates get+put, " +
       s"${(newKeyRatio * 100).round}% new keys, R=$repetitions" +
       (if (conf.isEmpty) "" else conf.map { case (k, v) => s"$k=$v" }.mkString(", extra conf: ", ", ", ""))

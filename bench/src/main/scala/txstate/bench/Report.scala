@@ -20,7 +20,7 @@ object Report {
     sb ++= "Reproduce with:\n\n```\n" + command.mkString("\n") + "\n```\n\n"
     sb ++= "| fact | value |\n|---|---|\n"
     facts.foreach { case (k, v) => sb ++= s"| $k | $v |\n" }
-    sb ++= s"| workload | ${params.describe} |\n\n"
+    sb ++= s"| workload | ${params.summary} |\n\n"
 
     val ok = rows.collect { case Row(_, _, Right(s)) => s }
     sb ++= "## Results (medians)\n\n"

@@ -47,7 +47,7 @@ object StoreBench {
 
     try {
       val plan = Workload.plan(params)
-      progress(s"${params.describe}; scratch dir $scratch")
+      progress(s"${params.summary}; scratch dir $scratch")
       val wanted = (p: String) => params.only.forall(_.contains(p))
       val peers = Peers.providers.filter(p => wanted(p.name))
       // The last three only run when named in --only: they show how RocksDB's index/filter caching decides get cost.

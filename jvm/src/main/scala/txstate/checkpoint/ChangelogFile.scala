@@ -47,13 +47,7 @@ object ChangelogFile {
 
   /** Reads and verifies a whole changelog. Any damage raises [[CorruptChangelogException]] naming the file. */
   def read(files: CheckpointFileManager, path: Path): Changelog = {
-    val bytes =
-      try {
-        val in = files.open(path)
-        try in.readAllBytes() finally in.close()
-      } catch {
-        case e: java.io.FileNotFoundException => throw CheckpointErrors.missingChangelog(path, e)
-      }
+    val bytes = FramedFile.readAll(files, path)(CheckpointErrors.missingChangelog(path, _))
     val in = FramedFile.open(bytes, magic, formatVersion, path, "changelog")(corrupt(path, _))
     Changelog(readHeader(in, path), new RecordIterator(in, path))
   }

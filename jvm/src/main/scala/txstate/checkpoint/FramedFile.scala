@@ -45,6 +45,15 @@ private[checkpoint] object FramedFile {
     }
   }
 
+  /** The whole file at `path`; `missing` builds the caller's typed error when there is none. */
+  def readAll(files: CheckpointFileManager, path: Path)(missing: java.io.FileNotFoundException => Throwable): Array[Byte] =
+    try {
+      val in = files.open(path)
+      try in.readAllBytes() finally in.close()
+    } catch {
+      case e: java.io.FileNotFoundException => throw missing(e)
+    }
+
   /**
    * Verifies `bytes` as a frame of `magic` at `formatVersion` and returns a stream over its body
    * (after the format version, before the checksum). `corrupt` builds the caller's typed error.

@@ -45,13 +45,7 @@ object SnapshotManifest {
     }
 
   def read(files: CheckpointFileManager, path: Path): SnapshotManifest = {
-    val bytes =
-      try {
-        val in = files.open(path)
-        try in.readAllBytes() finally in.close()
-      } catch {
-        case e: java.io.FileNotFoundException => throw CheckpointErrors.corruptSnapshot(path, "the manifest is missing", e)
-      }
+    val bytes = FramedFile.readAll(files, path)(CheckpointErrors.corruptSnapshot(path, "the manifest is missing", _))
     val in = FramedFile.open(bytes, magic, formatVersion, path, "snapshot manifest")(CheckpointErrors.corruptSnapshot(path, _))
     try readBody(in)
     catch { case e: EOFException => throw CheckpointErrors.corruptSnapshot(path, "it is truncated", e) }

@@ -1,6 +1,6 @@
 package txstate.checkpoint
 
-import java.io.{BufferedInputStream, File, FileInputStream, FileOutputStream}
+import java.io.{BufferedInputStream, File, FileInputStream, FileOutputStream, InputStream, OutputStream}
 import java.util.zip.CRC32C
 
 import org.apache.hadoop.conf.Configuration
@@ -62,7 +62,7 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
   /**
    * Every change of a version: its early-commit segments in order, then its changelog's own records.
    * The changelog is read and verified now, before the caller writes anything; each segment when
-   * the iteration reaches it, so a large spilled version never sits in memory whole.
+   * the iteration reaches it, so a large early-committed version never sits in memory whole.
    */
   def readVersionChanges(header: ChangelogHeader, idInName: Option[String]): Iterator[ChangeRecord] = {
     val own = readChangelog(header.version, idInName).records
@@ -94,52 +94,33 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
       if (!files.exists(sstDir)) files.mkdirs(sstDir)
       sstDirExists = true
     }
-    val crc = new CRC32C
     val target = files.createAtomic(new Path(sstDir, storedName), true)
     try {
       val in = new BufferedInputStream(new FileInputStream(local), 1 << 16)
-      try {
-        val buffer = new Array[Byte](1 << 16)
-        var n = in.read(buffer)
-        while (n >= 0) {
-          crc.update(buffer, 0, n)
-          target.write(buffer, 0, n)
-          n = in.read(buffer)
-        }
-      } finally in.close()
+      val copied = try copyCounting(in, target) finally in.close()
       target.close()
+      copied
     } catch {
       case e: Throwable =>
         target.cancel()
         throw e
     }
-    (local.length(), crc.getValue)
   }
 
   /** Copies `sst/<file.storedName>` to `target`, verifying its size and CRC32C. */
   def download(file: SnapshotFile, target: File): Unit = {
     val source = new Path(sstDir, file.storedName)
-    val crc = new CRC32C
-    var size = 0L
     val in =
       try files.open(source)
       catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.corruptSnapshot(source, "it is missing", e) }
-    try {
-      val out = new FileOutputStream(target)
+    val (size, crc) =
       try {
-        val buffer = new Array[Byte](1 << 16)
-        var n = in.read(buffer)
-        while (n >= 0) {
-          crc.update(buffer, 0, n)
-          out.write(buffer, 0, n)
-          size += n
-          n = in.read(buffer)
-        }
-      } finally out.close()
-    } finally in.close()
-    if (size != file.size || crc.getValue != file.crc32c) {
+        val out = new FileOutputStream(target)
+        try copyCounting(in, out) finally out.close()
+      } finally in.close()
+    if (size != file.size || crc != file.crc32c) {
       throw CheckpointErrors.corruptSnapshot(source,
-        s"expected ${file.size} bytes with CRC32C ${file.crc32c}, found $size bytes with CRC32C ${crc.getValue}")
+        s"expected ${file.size} bytes with CRC32C ${file.crc32c}, found $size bytes with CRC32C $crc")
     }
   }
 
@@ -157,6 +138,21 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
   }
 
   def delete(path: Path): Unit = files.delete(path)
+
+  /** Copies `in` to `out`; returns the bytes copied and their CRC32C. */
+  private def copyCounting(in: InputStream, out: OutputStream): (Long, Long) = {
+    val crc = new CRC32C
+    val buffer = new Array[Byte](1 << 16)
+    var size = 0L
+    var n = in.read(buffer)
+    while (n >= 0) {
+      crc.update(buffer, 0, n)
+      out.write(buffer, 0, n)
+      size += n
+      n = in.read(buffer)
+    }
+    (size, crc.getValue)
+  }
 
   def close(): Unit = files.close()
 

@@ -57,13 +57,13 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
 
   override def stateStoreId: StateStoreId = storeId
 
-  override def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean,
+  override def getStore(version: Long, checkpointId: Option[String], forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): StateStore =
-    open(if (loadEmpty) LoadRequest.Empty(version) else LoadRequest.AtVersion(version, uniqueId),
+    open(if (loadEmpty) LoadRequest.Empty(version) else LoadRequest.AtVersion(version, checkpointId),
       readOnly = false, forceSnapshotOnCommit)
 
-  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
-    open(LoadRequest.AtVersion(version, uniqueId), readOnly = true, forceSnapshot = false)
+  override def getReadStore(version: Long, checkpointId: Option[String]): ReadStateStore =
+    open(LoadRequest.AtVersion(version, checkpointId), readOnly = true, forceSnapshot = false)
 
   /** State data source with `snapshotStartBatchId`: the snapshot of `snapshotVersion`, then changelogs. */
   override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
@@ -94,12 +94,12 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     }
   }
 
-  override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
+  override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, checkpointId: Option[String],
       forceSnapshotOnCommit: Boolean): StateStore = readStore match {
     case ours: TxStateStore if ours.version == version && ours.isOpen => abortWhenTaskEnds(ours.upgrade())
     case ours: TxStateStore =>
       ours.release()
-      getStore(version, uniqueId, forceSnapshotOnCommit, loadEmpty = false)
+      getStore(version, checkpointId, forceSnapshotOnCommit, loadEmpty = false)
     case other =>
       throw TxStateErrors.unsupported("upgradeReadStoreToWriteStore", storeId,
         s"the read store is a ${other.getClass.getName}, not a txstate store")

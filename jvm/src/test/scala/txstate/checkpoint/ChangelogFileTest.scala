@@ -44,6 +44,17 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
     cp.changelogPath(h.version, id)
   }
 
+  /** Writes one changelog, then damages its bytes in place (without Hadoop's checksum side file). */
+  private def writeDamaged(cp: StoreCheckpoint)(damage: Array[Byte] => Unit): Path = {
+    val path = writeOne(cp)
+    dropHadoopChecksum(path)
+    val f = localFile(path)
+    val bytes = Files.readAllBytes(f.toPath)
+    damage(bytes)
+    Files.write(f.toPath, bytes)
+    path
+  }
+
   private def assertCorrupt(cp: StoreCheckpoint, path: Path, why: String)(read: => Any): CorruptChangelogException = {
     val e = intercept[CorruptChangelogException](read)
     assert(e.getMessage.contains(path.toString), s"the message names the file: ${e.getMessage}")
@@ -136,12 +147,7 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
   test("a file that is not a changelog (wrong magic) is reported as corrupt, naming the file") {
     val cp = newCheckpoint()
     try {
-      val path = writeOne(cp)
-      dropHadoopChecksum(path)
-      val f = localFile(path)
-      val bytes = Files.readAllBytes(f.toPath)
-      bytes(0) = 'X'.toByte
-      Files.write(f.toPath, bytes)
+      val path = writeDamaged(cp)(bytes => bytes(0) = 'X'.toByte)
       assertCorrupt(cp, path, "magic")(cp.readChangelog(7, None))
       assertCorrupt(cp, path, "magic")(cp.readChangelogHeader(7, None))
     } finally cp.close()
@@ -150,26 +156,16 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
   test("a changelog of an unknown format version is reported as corrupt, naming the file and the format") {
     val cp = newCheckpoint()
     try {
-      val path = writeOne(cp)
-      dropHadoopChecksum(path)
-      val f = localFile(path)
-      val bytes = Files.readAllBytes(f.toPath)
-      bytes(7) = 9 // the low byte of the format version after the 4-byte magic
-      Files.write(f.toPath, bytes)
+      val path = writeDamaged(cp)(bytes => bytes(7) = 9) // the low byte of the format version after the 4-byte magic
       assertCorrupt(cp, path, "format 9")(cp.readChangelogHeader(7, None))
     } finally cp.close()
   }
 
-  test("a header whose changelog id is not valid UTF-8 any more is reported as corrupt, naming the file") {
+  test("a header whose checkpoint id is not valid UTF-8 any more is reported as corrupt, naming the file") {
     val cp = newCheckpoint()
     try {
-      val path = writeOne(cp)
-      dropHadoopChecksum(path)
-      val f = localFile(path)
-      val bytes = Files.readAllBytes(f.toPath)
       val idStart = 4 + 4 + 8 + 2 // magic, format, version, the id's UTF length
-      bytes(idStart + 1) = (bytes(idStart + 1) ^ 0x80).toByte
-      Files.write(f.toPath, bytes)
+      val path = writeDamaged(cp)(bytes => bytes(idStart + 1) = (bytes(idStart + 1) ^ 0x80).toByte)
       assertCorrupt(cp, path, "")(cp.readChangelog(7, None))       // the checksum catches it
       assertCorrupt(cp, path, "")(cp.readChangelogHeader(7, None)) // the header alone must too
     } finally cp.close()

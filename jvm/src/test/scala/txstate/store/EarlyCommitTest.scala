@@ -42,14 +42,14 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
     contents(inst)
   }
 
-  /** Writes of an open version in three sub-batches, each spilled: puts, deletes and a range delete. */
-  private def spillThreeTimes(inst: StoreInstance, tx: StoreBatch): Map[String, String] = {
+  /** Writes of an open version in three sub-batches, each committed early: puts, deletes and a range delete. */
+  private def commitEarlyThreeTimes(inst: StoreInstance, tx: StoreBatch): Map[String, String] = {
     (0 until 3).foreach { round =>
       (0 until 50).foreach(i => tx.put(b(f"n$round%d-$i%03d"), b(s"r$round")))
       tx.put(b(s"a$round"), b(s"changed$round"))
       if (round == 1) tx.delete(b("a9"))
       if (round == 2) tx.deleteRange(b("a5"), b("a8"))
-      assert(tx.earlyCommit().isDefined, s"round $round should spill")
+      assert(tx.earlyCommit().isDefined, s"round $round should commit early")
       assert(tx.uncommittedEntries == 0, "an early commit leaves the buffer empty")
     }
     visible(tx)
@@ -62,7 +62,7 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
       val before = threeVersions(inst)
       val keysBefore = inst.committed.numKeys
       val tx = inst.begin()
-      val during = spillThreeTimes(inst, tx)
+      val during = commitEarlyThreeTimes(inst, tx)
       // Read-your-writes across sub-batches.
       assert(during("a0") == "changed0" && during("a2") == "changed2" && !during.contains("a9"))
       assert(!during.contains("a5") && !during.contains("a7") && during("a8") == "v3")
@@ -87,8 +87,8 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
     try {
       threeVersions(writer)
       val tx = writer.begin()
-      val expected = spillThreeTimes(writer, tx) + ("last" -> "unspilled")
-      tx.put(b("last"), b("unspilled"))
+      val expected = commitEarlyThreeTimes(writer, tx) + ("last" -> "not-early")
+      tx.put(b("last"), b("not-early"))
       assert(tx.commit().version == 4)
       assert(contents(writer) == expected)
       assert(writer.committed.numKeys == expected.size)
