@@ -1,6 +1,6 @@
 package txstate.checkpoint
 
-import java.io.{DataInputStream, DataOutputStream, EOFException, IOException}
+import java.io.{DataInputStream, DataOutputStream, EOFException}
 import java.nio.charset.StandardCharsets.US_ASCII
 
 import org.apache.hadoop.fs.Path
@@ -112,9 +112,9 @@ object ChangelogFile {
           case tag =>
             count += 1
             Some(tag match {
-              case `putTag` => ChangeRecord.Put(readBytes(in), readBytes(in))
-              case `deleteTag` => ChangeRecord.Delete(readBytes(in))
-              case `deleteRangeTag` => ChangeRecord.DeleteRange(readBytes(in), readBytes(in))
+              case `putTag` => ChangeRecord.Put(readBytes(in, path, count), readBytes(in, path, count))
+              case `deleteTag` => ChangeRecord.Delete(readBytes(in, path, count))
+              case `deleteRangeTag` => ChangeRecord.DeleteRange(readBytes(in, path, count), readBytes(in, path, count))
               case other => throw corrupt(path, s"record $count has the unknown tag $other")
             })
         }
@@ -128,9 +128,9 @@ object ChangelogFile {
     out.write(b)
   }
 
-  private def readBytes(in: DataInputStream): Array[Byte] = {
+  private def readBytes(in: DataInputStream, path: Path, record: Long): Array[Byte] = {
     val n = in.readInt()
-    if (n < 0) throw new IOException(s"negative length $n") // reported as corrupt by the record reader
+    if (n < 0) throw corrupt(path, s"record $record has the negative length $n")
     val b = new Array[Byte](n)
     in.readFully(b)
     b

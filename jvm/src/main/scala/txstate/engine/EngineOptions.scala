@@ -18,7 +18,4 @@ final case class EngineOptions(
   require(writeBufferBytes > 0, s"writeBufferBytes must be > 0, got $writeBufferBytes")
   require(maxWriteBuffers >= 2, s"maxWriteBuffers must be >= 2, got $maxWriteBuffers")
   require(replayChunkBytes > 0, s"replayChunkBytes must be > 0, got $replayChunkBytes")
-
-  /** The most native memory one store instance may hold in caches and memtables. */
-  def nativeMemoryBound: Long = blockCacheBytes + 2L * writeBufferBytes * maxWriteBuffers
 }

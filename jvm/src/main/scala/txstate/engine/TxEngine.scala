@@ -85,8 +85,6 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   /** What [[rollbackLastCommit]] would restore, if the last commit can be undone. */
   def committedBeforeLastCommit: Option[CommitPoint] = undo.map(_.previous)
 
-  def isClosed: Boolean = closed
-
   def begin(): Transaction = {
     ensureOpen()
     inFlightVersion.foreach(v => throw EngineErrors.interruptedWrite(dir, v))

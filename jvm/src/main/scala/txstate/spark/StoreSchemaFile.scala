@@ -48,7 +48,7 @@ object StoreSchemaFile {
         fs.delete(target, false)
         if (!fs.rename(temp, target)) {
           fs.delete(temp, false)
-          if (read(target, hadoopConf).forall(_ != text)) throw new java.io.IOException(s"txstate: could not write $target")
+          if (read(target, hadoopConf).forall(_ != text)) throw TxStateErrors.schemaFileNotWritten(target.toString)
         }
       }
     }
@@ -70,7 +70,7 @@ object StoreSchemaFile {
           fields.get("multiValued").contains(JBool(true)))
       } catch {
         case e: Exception =>
-          throw new IllegalStateException(s"[TXSTATE_QUERY_BAD_SCHEMA_FILE] cannot read the store schema file $file: ${e.getMessage}", e)
+          throw TxStateErrors.badSchemaFile(file.toString, e)
       }
     }
   }

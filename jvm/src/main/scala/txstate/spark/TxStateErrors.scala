@@ -31,11 +31,19 @@ object TxStateErrors {
 
   def closedProvider(store: StateStoreId): IllegalStateException =
     new IllegalStateException(
-      s"[TXSTATE_STORE_CLOSED] the provider of state store $store was closed (Spark unloaded it); Spark opens a new one")
+      s"[TXSTATE_PROVIDER_CLOSED] the provider of state store $store was closed (Spark unloaded it); Spark opens a new one")
 
   def tooManyColumnFamilies(name: String, max: Int): IllegalStateException =
     new IllegalStateException(
       s"[TXSTATE_TOO_MANY_COLUMN_FAMILIES] cannot create column family '$name': a store holds at most $max")
+
+  def schemaFileNotWritten(path: String): java.io.IOException =
+    new java.io.IOException(s"[TXSTATE_SCHEMA_FILE] could not write the store schema file $path; check that the " +
+      "checkpoint location is writable")
+
+  def badSchemaFile(path: String, cause: Throwable): IllegalArgumentException =
+    new IllegalArgumentException(s"[TXSTATE_QUERY_BAD_SCHEMA_FILE] cannot read the store schema file $path: " +
+      s"${cause.getMessage}. A txstate provider rewrites it when the query runs again.", cause)
 
   def busy(store: StateStoreId, waitedMs: Long, holder: String): IllegalStateException =
     new IllegalStateException(

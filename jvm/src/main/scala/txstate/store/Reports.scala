@@ -13,6 +13,8 @@ object LoadPath {
   case object CaughtUp extends LoadPath
   /** The local database was dropped and the version rebuilt from the checkpoint files. */
   case object Rebuilt extends LoadPath
+  /** Spark asked for an empty store at the version (`loadEmpty`): a new lineage starts. */
+  case object StartedEmpty extends LoadPath
 }
 
 /** One load: the version made current, how, and what it cost. */

@@ -29,8 +29,6 @@ private[store] final class SnapshotStager(stagingRoot: File, checkpoint: StoreCh
     pending.getAndSet(Some(Staged(point, target, engine.incarnation))).foreach(old => TxEngine.delete(old.dir))
   }
 
-  def hasPending: Boolean = pending.get.isDefined
-
   /** Remembers the files of a snapshot restored into a fresh incarnation, so they are not uploaded again. */
   def adopt(incarnation: String, manifest: SnapshotManifest): Unit =
     manifest.files.filter(_.localName.endsWith(".sst")).foreach { f =>

@@ -26,11 +26,11 @@ private[txstate] object StoreErrors {
     new StoreException("TXSTATE_CANNOT_LOAD", s"snapshot $path holds $found, not what its manifest says")
 
   def closed(store: String): StoreException =
-    new StoreException("TXSTATE_STORE_CLOSED",
+    new StoreException("TXSTATE_INSTANCE_CLOSED",
       s"$store is closed (Spark unloaded it); the task should fail and be retried, which opens it again")
 
   def busy(store: String): StoreException =
-    new StoreException("TXSTATE_STORE_BUSY",
+    new StoreException("TXSTATE_BATCH_OPEN",
       s"$store already has a batch open; commit or abort it before opening another")
 
   def batchEnded(store: String, operation: String, how: String): StoreException =

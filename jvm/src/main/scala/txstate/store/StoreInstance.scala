@@ -48,7 +48,6 @@ final class StoreInstance private (
 
   def committed: CommitPoint = engine.committed
   def isClosed: Boolean = closed
-  def checkpointRoot: Path = checkpoint.root
 
   /** The newest snapshot this instance uploaded or restored from (0: none). */
   def newestSnapshot: Long = newestSnapshotVersion
@@ -150,9 +149,17 @@ final class StoreInstance private (
       point.commitTimeMs, attempt.fold(0)(_.segments))
     val bytes = checkpoint.writeChangelog(header, idInName(header.checkpointId), tx.changes)
     engine.commit(tx, point)
-    if (forceSnapshot || point.version % options.snapshotInterval == 0) snapshots.stage(engine)
+    if (forceSnapshot || point.version % options.snapshotInterval == 0) stageSnapshot(point.version)
     CommitReport(point, bytes, millisSince(start))
   }
+
+  /**
+   * The version is durable and committed already: a snapshot that cannot be staged must not fail
+   * the commit (changelogs keep every version loadable); the next interval tries again.
+   */
+  private def stageSnapshot(version: Long): Unit =
+    try snapshots.stage(engine)
+    catch { case NonFatal(e) => log.warn(s"txstate: could not stage a snapshot of version $version of $label", e) }
 
   private[store] def abort(tx: Transaction, attempt: Option[EarlyCommitAttempt]): Unit = {
     try attempt.foreach(a => engine.undoEarlyCommits(checkpoint.readSegments(tx.base.version + 1, a.checkpointId, a.segments)))
@@ -221,7 +228,7 @@ final class StoreInstance private (
       case LoadRequest.AtVersion(version, checkpointId) => loadVersion(version, checkpointId)
       case LoadRequest.Empty(version) =>
         engine.startEmptyAt(version)
-        (LoadPath.Rebuilt, 0)
+        (LoadPath.StartedEmpty, 0)
       case LoadRequest.FromSnapshot(snapshotVersion, version, checkpointId) =>
         (LoadPath.Rebuilt, loadFromSnapshot(snapshotVersion, version, checkpointId))
     }

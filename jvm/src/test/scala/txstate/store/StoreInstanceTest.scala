@@ -316,7 +316,7 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
     assert(a.isClosed, "the deferred close happens when the batch ends")
     assert(a.readCommittedView(0)(_.point).isEmpty, "a closed instance offers no view")
     val e = intercept[StoreException](a.begin())
-    assert(e.errorCode == "TXSTATE_STORE_CLOSED")
+    assert(e.errorCode == "TXSTATE_INSTANCE_CLOSED")
     a.close() // idempotent
 
     val restarted = open(root, local)

@@ -8,6 +8,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.json4s.{JArray, JInt, JObject, JString, JValue}
 import org.json4s.jackson.JsonMethods
+import org.slf4j.LoggerFactory
 
 import txstate.spark.{LiveStores, StoreSchema, StoreSchemaFile}
 
@@ -132,6 +133,7 @@ object StoreLocator {
 private final case class OperatorMetadata(name: Option[String], partitionsByStore: Map[String, Int])
 
 private object OperatorMetadata {
+  private val log = LoggerFactory.getLogger(getClass)
   private val none = OperatorMetadata(None, Map.empty)
 
   /** Version 1 lives in `_metadata/metadata`, version 2 in `_metadata/v2/<batch>` (newest wins). */
@@ -147,7 +149,12 @@ private object OperatorMetadata {
       val text = Using.resource(fs.open(f))(in => new String(in.readAllBytes(), UTF_8))
       // Line 1 is the format version ("v1", "v2"); the rest is one JSON object.
       val json = text.linesIterator.drop(1).mkString("\n")
-      try parse(JsonMethods.parse(json)) catch { case _: Exception => none }
+      try parse(JsonMethods.parse(json))
+      catch {
+        case e: Exception =>
+          log.warn(s"txstate: ignoring Spark's operator metadata $f, which cannot be parsed: $e")
+          none
+      }
     }
   }
 
