@@ -330,7 +330,7 @@ def test_a_failed_batch_that_early_committed_three_times_leaves_the_previous_ver
 
 
 # --------------------------------------------------------------------------------------------
-# 3. An executor killed during a early-committed batch
+# 3. An executor killed during an early-committed batch
 
 
 KILL_OLD_KEYS = 50_000

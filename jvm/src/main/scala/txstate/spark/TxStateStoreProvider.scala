@@ -196,7 +196,7 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
   private def instance: StoreInstance = instanceOpt.getOrElse {
     if (closed) throw TxStateErrors.closedProvider(storeId)
     val inst = StoreInstance.open(LocalDirectories.claim(conf.localDir, storeId), storeId.storeCheckpointLocation(),
-      hadoopConf, conf.store, s"state store $storeId")
+      hadoopConf, conf.store, storeId.toString)
     instanceOpt = Some(inst)
     LiveStores.register(storeId, TxStateSparkBridge.runId(hadoopConf), this)
     writeSchemaFile()

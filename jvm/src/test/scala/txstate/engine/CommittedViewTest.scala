@@ -13,7 +13,7 @@ final class CommittedViewTest extends AnyFunSuite with TempDirectories {
   private def rows(engine: TxEngine): Option[(Long, Vector[(String, String)])] =
     engine.readCommittedView(1000)(view => (view.point.version, strings(view.range(KeyRange.all))))
 
-  test("the view follows commits, never a early-committed sub-batch of an open version, and never goes back") {
+  test("the view follows commits, never an early-committed sub-batch of an open version, and never goes back") {
     withEngine(newTempPath("db")) { engine =>
       assert(rows(engine).contains(0L -> Vector.empty))
       commitWith(engine)(tx => Seq("a", "b").foreach(k => tx.put(b(k), b("1"))))
@@ -26,7 +26,7 @@ final class CommittedViewTest extends AnyFunSuite with TempDirectories {
       tx.delete(b("b"))
       engine.earlyCommit(tx)
       assert(engine.inFlight.contains(2L))
-      assert(rows(engine).contains(1L -> Vector("a" -> "1", "b" -> "1")), "a early-committed sub-batch leaked into the view")
+      assert(rows(engine).contains(1L -> Vector("a" -> "1", "b" -> "1")), "an early-committed sub-batch leaked into the view")
       assert(engine.readCommittedView(1000)(_.get(b("c"))).contains(None))
 
       engine.commit(tx, point(2, tx.numKeys))
