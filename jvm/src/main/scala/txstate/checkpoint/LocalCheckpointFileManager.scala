@@ -76,6 +76,7 @@ final class LocalCheckpointFileManager(hadoopConf: Configuration) extends Checkp
 object LocalCheckpointFileManager {
   /** Ours for `file:` locations, Spark's (atomic on every Hadoop file system) for the rest. */
   def forLocation(root: Path, hadoopConf: Configuration): CheckpointFileManager =
-    if (root.getFileSystem(hadoopConf).getScheme == "file") new LocalCheckpointFileManager(hadoopConf)
+    // getUri, not getScheme: some Hadoop file systems do not implement getScheme (SPARK-18342).
+    if (root.getFileSystem(hadoopConf).getUri.getScheme == "file") new LocalCheckpointFileManager(hadoopConf)
     else CheckpointFileManager.create(root, hadoopConf)
 }

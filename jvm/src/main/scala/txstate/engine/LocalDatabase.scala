@@ -28,6 +28,14 @@ private[engine] final class LocalDatabase private (
     case Some(s) => Using.resource(new ReadOptions().setSnapshot(s))(ro => Option(db.get(data, ro, key)))
   }
 
+  /** The current values of `keys` in `data`, in order, in one multiGet. */
+  def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] =
+    if (keys.isEmpty) Nil
+    else {
+      val families = java.util.Collections.nCopies(keys.size, data)
+      db.multiGetAsList(families, keys.asJava).asScala.toSeq.map(Option(_))
+    }
+
   /** The rows of `data` in `range`, now or as of `snapshot`; the iterator owns its native objects. */
   def range(snapshot: Option[Snapshot], range: KeyRange): KeyValueIterator = new RocksRangeIterator(ro => {
     snapshot.foreach(ro.setSnapshot)

@@ -36,6 +36,23 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
 
   def exists(key: Array[Byte]): Boolean = get(key).isDefined
 
+  /**
+   * Each key's value, in key order: buffered keys answer from memory, the others in one RocksDB
+   * multiGet (one native call instead of one per key).
+   */
+  def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = {
+    val fromBuffer = keys.map { key =>
+      buffer.lookup(key) match {
+        case Some(BufferedWrite.Value(v)) => Some(Some(v))
+        case Some(BufferedWrite.Tombstone) => Some(None)
+        case None => if (buffer.hidesCommitted(key)) Some(None) else None
+      }
+    }
+    val missing = keys.zip(fromBuffer).collect { case (k, None) => k }
+    val committed = engine.getAllCommitted(missing).iterator
+    fromBuffer.map(_.getOrElse(committed.next()))
+  }
+
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
     if (!exists(key)) keyDelta += 1
     buffer.put(key, value)

@@ -104,6 +104,12 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     database.get(None, key)
   }
 
+  /** Committed values of `keys`, in order, in one native call. */
+  private[engine] def getAllCommitted(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = {
+    ensureOpen()
+    database.getAll(keys)
+  }
+
   private[engine] def committedRange(range: KeyRange): KeyValueIterator = {
     ensureOpen()
     database.range(None, range)

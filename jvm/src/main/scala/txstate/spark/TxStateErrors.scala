@@ -1,6 +1,8 @@
 package txstate.spark
 
-import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.execution.streaming.state.{StateStoreId, TxStateSparkBridge}
+
+import txstate.store.StoreErrors
 
 /** Every error the Spark adapter raises: what was expected, what was found, what to do (one place per layer). */
 object TxStateErrors {
@@ -23,8 +25,23 @@ object TxStateErrors {
   def closedStore(operation: String, store: StateStoreId, state: String): IllegalStateException =
     new IllegalStateException(s"[TXSTATE_STORE_NOT_OPEN] $operation on state store $store, which is already $state.")
 
-  def nullRow(operation: String, store: StateStoreId): IllegalArgumentException =
-    new IllegalArgumentException(s"[TXSTATE_NULL_ROW] $operation on state store $store got a null key or value")
+  /** Spark's wording ("Cannot put a null value") is part of its provider contract (SPARK-35659). */
+  def nullRow(operation: String, store: StateStoreId, what: String): IllegalArgumentException =
+    new IllegalArgumentException(s"[TXSTATE_NULL_ROW] Cannot put a null $what into state store $store ($operation)")
+
+  /**
+   * A version that could not be loaded, as Spark's contract has it: `CANNOT_LOAD_STATE_STORE`
+   * with UNEXPECTED_VERSION (negative), CANNOT_READ_STREAMING_STATE_FILE (a checkpoint file that
+   * is missing or damaged) or UNCATEGORIZED. Our own message stays in the cause.
+   */
+  def cannotLoad(version: Long, cause: Throwable): Throwable =
+    if (version < 0) TxStateSparkBridge.unexpectedVersion(version)
+    else StoreErrors.unreadableCheckpointFile(cause).fold(TxStateSparkBridge.cannotLoadStore(cause))(
+      TxStateSparkBridge.cannotReadStateFile(_, cause))
+
+  /** A commit that failed before it was durable: Spark's `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT`. */
+  def cannotCommit(store: StateStoreId, cause: Throwable): Throwable =
+    TxStateSparkBridge.cannotCommit(store.toString, cause)
 
   def notInitialized(): IllegalStateException =
     new IllegalStateException("[TXSTATE_NOT_INITIALIZED] getStore called before init on TxStateStoreProvider")

@@ -37,8 +37,11 @@ object TxStateMetrics {
   val snapshotLagVersions = StateStoreCustomSumMetric("txstateSnapshotLagVersions",
     "txstate: versions committed since the newest uploaded snapshot (summed over stores)")
 
+  // Named as Spark's contract names it (its HDFS provider reports the same metric; SPARK-54063).
+  val forceSnapshotCount = StateStoreCustomSumMetric("forceSnapshotCount",
+    "commits that staged a snapshot because Spark forced one (forceSnapshotOnCommit)")
+
   val all: Seq[StateStoreCustomMetric] = Seq(commitLatencyMs, changelogBytes, loadLatencyMs, changelogsReplayed,
     rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes, earlyCommits, earlyCommitEntries,
-    earlyCommitBytes, snapshotUploadedBytes,
-    snapshotReusedBytes, snapshotLagVersions)
+    earlyCommitBytes, snapshotUploadedBytes, snapshotReusedBytes, snapshotLagVersions, forceSnapshotCount)
 }

@@ -1,5 +1,7 @@
 package txstate.spark
 
+import scala.util.control.NonFatal
+
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -40,6 +42,16 @@ private[spark] final class TxStateStore(
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
     val (familyId, codec) = family(colFamilyName, "get")
     tx.get(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))) match {
+      case Some(bytes) if codec.multiValued => codec.decodeValues(bytes).nextOption().orNull
+      case Some(bytes) => codec.decodeValue(bytes)
+      case None => null
+    }
+  }
+
+  /** Every key's value (null where absent) in key order, buffered keys from memory, the rest in one RocksDB multiGet. */
+  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
+    val (familyId, codec) = family(colFamilyName, "multiGet")
+    tx.getAll(keys.toSeq.map(k => ColumnFamilies.withPrefix(familyId, codec.encodeKey(k)))).iterator.map {
       case Some(bytes) if codec.multiValued => codec.decodeValues(bytes).nextOption().orNull
       case Some(bytes) => codec.decodeValue(bytes)
       case None => null
@@ -152,7 +164,9 @@ private[spark] final class TxStateStore(
 
   override def commit(): Long = {
     writable("commit")
-    val report = tx.commit(forceSnapshot)
+    val report =
+      try tx.commit(forceSnapshot)
+      catch { case NonFatal(e) => throw TxStateErrors.cannotCommit(id, e) }
     finish(Committed)
     events.committed(report.version)
     report.version
@@ -193,7 +207,8 @@ private[spark] final class TxStateStore(
       TxStateMetrics.nativeMemoryBytes -> nativeMemory,
       TxStateMetrics.snapshotUploadedBytes -> stats.snapshotActivity.uploadedBytes,
       TxStateMetrics.snapshotReusedBytes -> stats.snapshotActivity.reusedBytes,
-      TxStateMetrics.snapshotLagVersions -> stats.snapshotLagVersions)
+      TxStateMetrics.snapshotLagVersions -> stats.snapshotLagVersions,
+      TxStateMetrics.forceSnapshotCount -> (if (forceSnapshot && stats.commit.isDefined) 1L else 0L))
     StateStoreMetrics(tx.numKeys - registryRows, tx.uncommittedBytes + nativeMemory, custom)
   }
 
@@ -242,8 +257,10 @@ private[spark] final class TxStateStore(
     if (readOnly) throw TxStateErrors.readOnly(operation, id)
   }
 
-  private def requireNonNull(key: UnsafeRow, value: UnsafeRow, operation: String): Unit =
-    if (key == null || value == null) throw TxStateErrors.nullRow(operation, id)
+  private def requireNonNull(key: UnsafeRow, value: UnsafeRow, operation: String): Unit = {
+    if (key == null) throw TxStateErrors.nullRow(operation, id, "key")
+    if (value == null) throw TxStateErrors.nullRow(operation, id, "value")
+  }
 
   private def prefixPairs(prefixKey: UnsafeRow, name: String, operation: String, multi: Boolean)
       : StateStoreIterator[UnsafeRowPair] = {

@@ -155,7 +155,9 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     if (storeId == null) throw TxStateErrors.notInitialized()
     acquire()
     try {
-      val batch = instance.openBatch(request)
+      val batch =
+        try instance.openBatch(request)
+        catch { case NonFatal(e) => throw TxStateErrors.cannotLoad(request.version, e) }
       abortWhenTaskEnds(new TxStateStore(storeId, batch, codecs, conf.store.idsInFileNames, readOnly, forceSnapshot,
         batchEvents))
     } catch {

@@ -41,6 +41,9 @@ final class StoreBatch private[store] (
   def get(key: Array[Byte]): Option[Array[Byte]] = { ensureOpen("get"); tx.get(key) }
   def exists(key: Array[Byte]): Boolean = { ensureOpen("exists"); tx.exists(key) }
 
+  /** Each key's value, in key order (see [[Transaction.getAll]]). */
+  def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = { ensureOpen("getAll"); tx.getAll(keys) }
+
   /** Live rows in `range`, in key order; closed for the caller when the batch ends. */
   def iterator(range: KeyRange): KeyValueIterator = { ensureOpen("iterator"); tx.iterator(range) }
 

@@ -8,6 +8,15 @@ final class StoreException(val errorCode: String, message: String, cause: Throwa
 
 /** Every error the store layer raises, written once (docs/ARCHITECTURE.md, "Errors"). */
 private[txstate] object StoreErrors {
+  /**
+   * The checkpoint file whose damage or absence caused `failure`, if that is what it was: callers
+   * above the store report such failures differently from other load failures.
+   */
+  def unreadableCheckpointFile(failure: Throwable): Option[Path] =
+    Iterator.iterate(failure)(_.getCause).takeWhile(_ != null).collectFirst {
+      case e: txstate.checkpoint.CheckpointFileException => e.path
+    }
+
   def negativeVersion(version: Long, store: String): IllegalArgumentException =
     new IllegalArgumentException(s"[TXSTATE_INVALID_VERSION] cannot load negative version $version of $store")
 

@@ -3,13 +3,16 @@ package org.apache.spark.sql.execution.streaming.state
 import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.errors.QueryExecutionErrors
 
 /**
  * The package-private Spark calls txstate needs, and nothing else: which query run a provider
  * serves, telling the state store coordinator that a snapshot was uploaded (without it, Spark
- * reports the store as lagging and forces snapshots), and asking it which executor holds a store
- * (interactive queries). Lives in Spark's package only for access.
+ * reports the store as lagging and forces snapshots), asking it which executor holds a store
+ * (interactive queries), and Spark's own error classes where its provider contract expects them
+ * (`TxStateErrors` decides when). Lives in Spark's package only for access.
  */
 object TxStateSparkBridge {
   /** The query run a provider serves; None outside a streaming query (Spark asserts it is set). */
@@ -22,6 +25,20 @@ object TxStateSparkBridge {
       val providerId = StateStoreProviderId(storeId, id)
       StateStoreProvider.coordinatorRef.foreach(_.snapshotUploaded(providerId, version, System.currentTimeMillis()))
     }
+
+  /** A negative version: Spark's `CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION`. */
+  def unexpectedVersion(version: Long): Throwable = QueryExecutionErrors.unexpectedStateStoreVersion(version)
+
+  /** A checkpoint file a load needed could not be read: `CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE`. */
+  def cannotReadStateFile(file: Path, cause: Throwable): Throwable =
+    QueryExecutionErrors.failedToReadStreamingStateFileError(file, cause)
+
+  /** Any other load failure: `CANNOT_LOAD_STATE_STORE.UNCATEGORIZED`. */
+  def cannotLoadStore(cause: Throwable): Throwable = QueryExecutionErrors.cannotLoadStore(cause)
+
+  /** A commit that could not be made durable: `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT`. */
+  def cannotCommit(store: String, cause: Throwable): Throwable =
+    QueryExecutionErrors.failedToCommitStateFileError(store, cause)
 
   /**
    * Where the driver's coordinator last saw `storeId` of run `runId` loaded, as a task location
