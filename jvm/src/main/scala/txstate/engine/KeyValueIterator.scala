@@ -56,13 +56,15 @@ private[engine] final class RocksRangeIterator(open: ReadOptions => RocksIterato
 /**
  * Read-your-writes view: committed rows from RocksDB merged with a transaction's buffer. Buffered
  * values win, tombstones hide, and buffered range deletes hide every committed row they cover.
+ * Both sides are as of the iterator's creation: RocksDB iterators read an implicit snapshot, the
+ * buffer side is a [[BufferView]], and no early commit happens while an iterator is open.
  */
 private[engine] final class MergedIterator(
     committed: KeyValueIterator,
     buffer: WriteBuffer,
     range: KeyRange,
     onClose: KeyValueIterator => Unit) extends KeyValueIterator {
-  private val bufferedWrites = buffer.writesIn(range)
+  private val bufferedWrites = buffer.view(range)
   private var nextBuffered: java.util.Map.Entry[Array[Byte], BufferedWrite] = advanceBuffered()
   private var nextCommitted: Option[KeyValue] = advanceCommitted()
   private var pending: Option[KeyValue] = None
@@ -74,7 +76,7 @@ private[engine] final class MergedIterator(
     var found: Option[KeyValue] = None
     while (found.isEmpty && committed.hasNext) {
       val kv = committed.next()
-      if (!buffer.hidesCommitted(kv.key)) found = Some(kv)
+      if (!bufferedWrites.hidesCommitted(kv.key)) found = Some(kv)
     }
     found
   }
@@ -115,6 +117,7 @@ private[engine] final class MergedIterator(
     closed = true
     pending = None
     committed.close()
+    bufferedWrites.close()
     onClose(this)
   }
 }

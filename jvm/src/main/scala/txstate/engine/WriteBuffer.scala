@@ -34,6 +34,10 @@ private[engine] final class BytesKey(val bytes: Array[Byte]) {
  * clears the point writes it covers when it is added. So applying all range deletes first and then
  * all point writes reproduces the transaction exactly.
  *
+ * Iterators see the buffer as it was when they were created ([[view]]): just before the buffer
+ * changes, every open view copies the entries it has not read yet, so the cost falls only on
+ * iterators still open while the batch writes (Spark's iterator contract, SPARK-38320).
+ *
  * Accounting is exact for the data and estimated for the index (a fixed per-entry overhead for the
  * hash node, key wrapper and array headers, plus the skip-list node once the sorted view exists),
  * which is what bounds JVM memory (docs/ARCHITECTURE.md, "Early commits").
@@ -45,6 +49,7 @@ final class WriteBuffer {
   private var sorted: Option[ConcurrentSkipListMap[Array[Byte], BufferedWrite]] = None
   private val ranges = ArrayBuffer.empty[KeyRange]
   private var bytes = 0L
+  private val openViews = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap[BufferView, java.lang.Boolean]())
 
   def isEmpty: Boolean = index.isEmpty && ranges.isEmpty
   def entryCount: Long = index.size.toLong + ranges.size
@@ -60,6 +65,7 @@ final class WriteBuffer {
 
   /** Drops a buffered write altogether (the key's committed state is what it will be). */
   def forget(key: Array[Byte]): Unit = {
+    freezeViews()
     val previous = index.remove(new BytesKey(key))
     if (previous != null) {
       bytes -= sizeOf(key, previous)
@@ -68,6 +74,7 @@ final class WriteBuffer {
   }
 
   def deleteRange(from: Array[Byte], until: Array[Byte]): Unit = {
+    freezeViews()
     val covered = ordered.subMap(from, true, until, false)
     covered.forEach { (k, w) =>
       bytes -= sizeOf(k, w)
@@ -117,7 +124,18 @@ final class WriteBuffer {
     TouchedKeys(keys.toVector, ranges.toVector)
   }
 
+  /**
+   * The point writes in `range` and the range deletes, as they are now, for one iterator. The view
+   * keeps showing this moment after later writes; close it when done.
+   */
+  def view(range: KeyRange): BufferView = {
+    val v = new BufferView(writesIn(range), ranges.toVector, openViews.remove)
+    openViews.add(v)
+    v
+  }
+
   def clear(): Unit = {
+    freezeViews()
     index.clear()
     sorted = None
     ranges.clear()
@@ -131,11 +149,44 @@ final class WriteBuffer {
     view
   }
 
+  private def freezeViews(): Unit = if (!openViews.isEmpty) {
+    openViews.forEach(_.freeze())
+    openViews.clear()
+  }
+
   private def record(key: Array[Byte], write: BufferedWrite): Unit = {
+    freezeViews()
     val previous = index.put(new BytesKey(key), write)
     if (previous != null) bytes -= sizeOf(key, previous)
     bytes += sizeOf(key, write)
     sorted.foreach(_.put(key, write))
+  }
+}
+
+/**
+ * What one iterator sees of a buffer: the point writes of its range in key order and the range
+ * deletes, as of its creation. Until the buffer first changes it reads the live sorted view; the
+ * buffer calls `freeze` just before that change, and the view copies what it has not read yet.
+ */
+final class BufferView private[engine] (
+    live: java.util.Iterator[java.util.Map.Entry[Array[Byte], BufferedWrite]],
+    rangesAtCreation: Vector[KeyRange],
+    onClose: BufferView => Unit) {
+  private var entries = live
+
+  def hasNext: Boolean = entries.hasNext
+  def next(): java.util.Map.Entry[Array[Byte], BufferedWrite] = entries.next()
+
+  /** True when a range delete of the buffer, as of this view, hides the committed value of `key`. */
+  def hidesCommitted(key: Array[Byte]): Boolean = rangesAtCreation.nonEmpty && rangesAtCreation.exists(_.contains(key))
+
+  def close(): Unit = onClose(this)
+
+  private[engine] def freeze(): Unit = {
+    val rest = new java.util.ArrayList[java.util.Map.Entry[Array[Byte], BufferedWrite]]()
+    // Skip-list iterators hand out immutable entries read before any change: copying them is exact.
+    entries.forEachRemaining(e => rest.add(e))
+    entries = rest.iterator()
   }
 }
 

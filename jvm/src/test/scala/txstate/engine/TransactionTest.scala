@@ -187,4 +187,31 @@ final class TransactionTest extends AnyFunSuite with TempDirectories {
       assert(committedStrings(engine).map(_._1) == Vector("a", "b", "c", "d"))
     }
   }
+
+  test("an iterator sees the batch as of its creation: later puts, overwrites, deletes and range deletes do not show") {
+    withEngine(newTempPath("db")) { engine =>
+      val tx = engine.begin()
+      val before = tx.iterator(KeyRange.all)   // nothing written yet
+      tx.put(b("1"), b("100"))
+      tx.put(b("2"), b("200"))
+      val middle = tx.iterator(KeyRange.all)   // after two writes
+      tx.put(b("1"), b("101"))                 // an overwrite
+      tx.put(b("3"), b("300"))                 // a new key
+      val after = tx.iterator(KeyRange.all)
+      assert(strings(before).isEmpty)
+      assert(strings(middle) == Vector("1" -> "100", "2" -> "200"))
+      assert(strings(after) == Vector("1" -> "101", "2" -> "200", "3" -> "300"))
+      engine.commit(tx, point(1, tx.numKeys))
+
+      val next = engine.begin()
+      val first = next.iterator(KeyRange.all)
+      first.next() // half read when the batch changes
+      next.delete(b("2"))
+      next.deleteRange(b("3"), b("4"))
+      next.put(b("4"), b("400"))
+      assert(strings(first) == Vector("2" -> "200", "3" -> "300"), "the rest as of creation")
+      assert(strings(next.iterator(KeyRange.all)) == Vector("1" -> "101", "4" -> "400"))
+      next.discard()
+    }
+  }
 }
