@@ -1,6 +1,7 @@
 # txstate-spark: the commands users and CI run. Everything is installed on first use.
 #   make demo   build the jar and run a real streaming job on local Spark with our provider
 #   make test   sbt tests, then pytest against real Spark
+#   make conformance  Spark's own state store conformance suite against our provider (not part of make test)
 #   make jar    the plugin jar alone (spark-submit --jars, Databricks cluster library)
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with the jar inside
 
@@ -20,7 +21,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo test test-jvm test-python jar wheel venv bench bench-quick clean \
+.PHONY: demo test test-jvm test-python conformance jar wheel venv bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots
 
 venv: $(VENV)/.installed
@@ -52,6 +53,11 @@ test-jvm: $(VENV)/.installed
 
 test-python: $(JAR) $(WHEEL)
 	$(VPY) -m pytest tests
+
+# StateStoreSuiteBase from Spark's spark-sql tests jar, subclassed in jvm/src/conformance; exclusions
+# and their reasons in ConformanceExclusions.scala; Spark's logs in target/conformance/target/unit-tests.log.
+conformance: $(VENV)/.installed
+	$(SBT) conformance/test
 
 # Benchmarks: txstate vs Spark's built-in providers, measured in the same run. Each prints a markdown
 # table with the command that reproduces it and writes bench/results/<kind>-<timestamp>.md (+ .json).

@@ -95,3 +95,37 @@ lazy val bench = (project in file("bench"))
     run / baseDirectory := (ThisBuild / baseDirectory).value,
     run / javaOptions ++= "-Xmx6g" +: sparkJvmFlags
   )
+
+// Spark's own state store conformance suite (`make conformance`, `build/sbt conformance/test`):
+// StateStoreSuiteBase from spark-sql's tests jar, run against our provider (jvm/src/conformance).
+// Not aggregated by root, so `build/sbt test` does not run it. 4.3.0's tests jars are not on Maven
+// Central, so this runs the newest that is (4.2.0), intransitive: the Spark classes themselves stay
+// pyspark 4.3.0's. Tests of that jar that cannot link against 4.3.0 are excluded by name
+// (ConformanceExclusions.scala). Spark's build also puts scalacheck and mockito on its test classpath;
+// this suite (and Spark's HDFS suite, tried the same way) runs without them.
+val sparkTestsVersion = "4.2.0"
+
+lazy val conformance = (project in file("target/conformance"))
+  .dependsOn(root)
+  .settings(
+    name := "txstate-spark-conformance",
+    publish / skip := true,
+    Compile / sources := Nil,
+    Test / scalaSource := (ThisBuild / baseDirectory).value / "jvm" / "src" / "conformance" / "scala",
+    Test / resourceDirectory := (ThisBuild / baseDirectory).value / "jvm" / "src" / "conformance" / "resources",
+    scalacOptions ++= Seq("-deprecation", "-feature", "-release:17"),
+    libraryDependencies ++= Seq("spark-sql", "spark-core", "spark-catalyst").map(artifact =>
+      ("org.apache.spark" %% artifact % sparkTestsVersion % Test).classifier("tests").intransitive()),
+    libraryDependencies ++= Seq(
+      "org.rocksdb" % "rocksdbjni" % rocksdbVersion % Test,
+      "org.scalatest" %% "scalatest" % "3.2.19" % Test
+    ),
+    // Absolute paths: the forked test JVM runs in this project's base directory.
+    Test / unmanagedJars ++= sparkJars.map(jar => Attributed.blank(jar.data.getAbsoluteFile)),
+    Test / fork := true,
+    Test / parallelExecution := false,
+    // As Spark's own build runs these tests (without spark.testing two HDFS-suite tests fail on 4.2.0 itself).
+    Test / javaOptions ++= Seq("-Xmx3g", "-Dspark.testing=1") ++ sparkJvmFlags,
+    Test / envVars += "SPARK_TESTING" -> "1",
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
+  )
