@@ -1,7 +1,7 @@
 # txstate-spark: the commands users and CI run. Everything is installed on first use.
 #   make demo   build the jar and run a real streaming job on local Spark with our provider
 #   make test   sbt tests, then pytest against real Spark
-#   make conformance  Spark's own state store conformance suite against our provider (not part of make test)
+#   make conformance  Spark's own state store conformance suite against our provider (part of make test)
 #   make jar    the plugin jar alone (spark-submit --jars, Databricks cluster library)
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with the jar inside
 
@@ -46,7 +46,7 @@ $(WHEEL): $(JAR) $(PY_SOURCES) python/pyproject.toml
 demo: $(JAR)
 	$(VPY) demo/streaming_demo.py
 
-test: test-jvm test-python
+test: test-jvm conformance test-python
 
 test-jvm: $(VENV)/.installed
 	$(SBT) test
