@@ -58,10 +58,6 @@ final case class BatchStats(
     snapshotActivity: SnapshotActivity = SnapshotActivity.none,
     snapshotLagVersions: Long = 0L,
     nativeMemoryBytes: Long = 0L) {
-  def observed(entries: Long, bytes: Long): BatchStats =
-    if (entries <= peakEntries && bytes <= peakBytes) this
-    else copy(peakEntries = math.max(peakEntries, entries), peakBytes = math.max(peakBytes, bytes))
-
   def withEarlyCommit(r: EarlyCommitReport): BatchStats =
     copy(earlyCommits = earlyCommits + 1, earlyCommitEntries = earlyCommitEntries + r.entries,
       earlyCommitBytes = earlyCommitBytes + r.segmentBytes)

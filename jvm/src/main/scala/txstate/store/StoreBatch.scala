@@ -22,6 +22,9 @@ final class StoreBatch private[store] (
   private var ended: Option[String] = None
   private var attempt: Option[EarlyCommitAttempt] = None
   private var statsSoFar = BatchStats()
+  // Peaks change on almost every write of a growing batch: plain counters on this hot path.
+  private var peakEntries = 0L
+  private var peakBytes = 0L
 
   /** The version this batch started from; a commit writes `base.version + 1`. */
   def base: CommitPoint = tx.base
@@ -33,7 +36,7 @@ final class StoreBatch private[store] (
   def uncommittedBytes: Long = tx.uncommittedBytes
 
   /** What this batch did so far; after a commit, also the commit and the instance's state right after it. */
-  def stats: BatchStats = statsSoFar
+  def stats: BatchStats = statsSoFar.copy(peakEntries = peakEntries, peakBytes = peakBytes)
 
   /** Native memory of the instance now, or as of the commit once the batch has ended. */
   def nativeMemoryBytes: Long = if (isOpen) owner.nativeMemoryUsed else statsSoFar.nativeMemoryBytes
@@ -108,7 +111,8 @@ final class StoreBatch private[store] (
   private def afterWrite(): Unit = {
     val entries = tx.uncommittedEntries
     val bytes = tx.uncommittedBytes
-    statsSoFar = statsSoFar.observed(entries, bytes)
+    if (entries > peakEntries) peakEntries = entries
+    if (bytes > peakBytes) peakBytes = bytes
     if (limits.exceededBy(entries, bytes)) earlyCommit()
   }
 
