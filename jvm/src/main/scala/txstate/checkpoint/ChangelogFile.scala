@@ -48,7 +48,7 @@ object ChangelogFile {
   /** Reads and verifies a whole changelog. Any damage raises [[CorruptChangelogException]] naming the file. */
   def read(files: CheckpointFileManager, path: Path): Changelog = {
     val bytes = FramedFile.readAll(files, path)(CheckpointErrors.missingChangelog(path, _))
-    val in = FramedFile.open(bytes, magic, formatVersion, path, "changelog")(corrupt(path, _))
+    val in = FramedFile.open(bytes, magic, formatVersion, "changelog")(corrupt(path, _))
     Changelog(readHeader(in, path), new RecordIterator(in, path))
   }
 

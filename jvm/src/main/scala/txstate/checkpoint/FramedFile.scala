@@ -14,7 +14,7 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  * damaged file of any kind is reported the same way.
  */
 private[checkpoint] object FramedFile {
-  val checksumBytes = 4
+  private val checksumBytes = 4
   private val headerBytes = 4 + 4 // magic and format version
 
   /**
@@ -58,7 +58,7 @@ private[checkpoint] object FramedFile {
    * Verifies `bytes` as a frame of `magic` at `formatVersion` and returns a stream over its body
    * (after the format version, before the checksum). `corrupt` builds the caller's typed error.
    */
-  def open(bytes: Array[Byte], magic: Array[Byte], formatVersion: Int, path: Path, kind: String)
+  def open(bytes: Array[Byte], magic: Array[Byte], formatVersion: Int, kind: String)
       (corrupt: String => Throwable): DataInputStream = {
     if (bytes.length < headerBytes + checksumBytes) {
       throw corrupt(s"it is ${bytes.length} bytes long, too short to be a $kind")

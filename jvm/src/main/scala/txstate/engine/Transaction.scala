@@ -28,11 +28,7 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
   def uncommittedBytes: Long = buffer.byteSize
   def isEmpty: Boolean = buffer.isEmpty
 
-  def get(key: Array[Byte]): Option[Array[Byte]] = buffer.lookup(key) match {
-    case Some(BufferedWrite.Value(v)) => Some(v)
-    case Some(BufferedWrite.Tombstone) => None
-    case None => if (buffer.hidesCommitted(key)) None else committedValue(key)
-  }
+  def get(key: Array[Byte]): Option[Array[Byte]] = bufferedAnswer(key).getOrElse(committedValue(key))
 
   def exists(key: Array[Byte]): Boolean = get(key).isDefined
 
@@ -41,13 +37,7 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
    * multiGet (one native call instead of one per key).
    */
   def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = {
-    val fromBuffer = keys.map { key =>
-      buffer.lookup(key) match {
-        case Some(BufferedWrite.Value(v)) => Some(Some(v))
-        case Some(BufferedWrite.Tombstone) => Some(None)
-        case None => if (buffer.hidesCommitted(key)) Some(None) else None
-      }
-    }
+    val fromBuffer = keys.map(bufferedAnswer)
     val missing = keys.zip(fromBuffer).collect { case (k, None) => k }
     val committed = engine.getAllCommitted(missing).iterator
     fromBuffer.map(_.getOrElse(committed.next()))
@@ -119,6 +109,13 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
 
   /** Changes in apply order (range deletes, then point writes). */
   def changes: Iterator[ChangeRecord] = buffer.changes
+
+  /** What the buffer alone says of `key` (its value, or that it is gone); None when the committed value decides. */
+  private def bufferedAnswer(key: Array[Byte]): Option[Option[Array[Byte]]] = buffer.lookup(key) match {
+    case Some(BufferedWrite.Value(v)) => Some(Some(v))
+    case Some(BufferedWrite.Tombstone) => Some(None)
+    case None => if (buffer.hidesCommitted(key)) Some(None) else None
+  }
 
   private def committedValue(key: Array[Byte]): Option[Array[Byte]] = {
     if (probeValid && Arrays.equals(probedKey, key)) probedValue

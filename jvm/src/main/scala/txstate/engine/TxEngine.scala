@@ -29,7 +29,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   RocksDB.loadLibrary()
 
   // Option objects: owned here, closed last, shared by every database this engine opens. If the
-  // constructor fails part-way, everything created so far is closed (see the end of the class body).
+  // first open of the database fails, they are closed again (the `try openDatabase()` below).
   private val cache = new LRUCache(options.blockCacheBytes)
   private val bloom = new BloomFilter(10, false)
   // Index and filter blocks live in the (bounded) block cache, partitioned with the top level
@@ -129,12 +129,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
         // The version's early commits are in the database already; this write finishes it and
         // clears the in-flight marker atomically. Undoing it would need every early-committed
         // key, so such a version is not kept for rollback: a re-run rebuilds instead.
-        Using.resource(new ChunkedWriter(database, writeOptions, Long.MaxValue)) { writer =>
-          tx.changes.foreach(writer(_))
-          writer.finish { last =>
-            last.put(database.commit, committedKey, point.toBytes)
-            last.delete(database.commit, inFlightKey)
-          }
+        writeChanges(tx.changes, Long.MaxValue) { last =>
+          last.put(database.commit, committedKey, point.toBytes)
+          last.delete(database.commit, inFlightKey)
         }
         database.db.releaseSnapshot(before)
         beforeEarlyCommits = None
@@ -142,12 +139,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       case None =>
         val snapshot = database.db.getSnapshot
         val touched = tx.touchedKeys
-        try {
-          Using.resource(new ChunkedWriter(database, writeOptions, Long.MaxValue)) { writer =>
-            tx.changes.foreach(writer(_))
-            writer.finish(_.put(database.commit, committedKey, point.toBytes))
-          }
-        } catch {
+        try writeChanges(tx.changes, Long.MaxValue)(_.put(database.commit, committedKey, point.toBytes))
+        catch {
           case e: Throwable =>
             database.db.releaseSnapshot(snapshot)
             throw e
@@ -171,10 +164,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       beforeEarlyCommits = Some(database.db.getSnapshot)
     }
     val version = tx.base.version + 1
-    Using.resource(new ChunkedWriter(database, writeOptions, Long.MaxValue)) { writer =>
-      tx.changes.foreach(writer(_))
-      writer.finish(_.put(database.commit, inFlightKey, versionBytes(version)))
-    }
+    writeChanges(tx.changes, Long.MaxValue)(_.put(database.commit, inFlightKey, versionBytes(version)))
     inFlightVersion = Some(version)
     tx.afterEarlyCommit()
   }
@@ -221,12 +211,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     ensureOpen()
     releaseUndo()
     markInFlight(point.version)
-    Using.resource(new ChunkedWriter(database, writeOptions, options.replayChunkBytes)) { writer =>
-      changes.foreach(writer(_))
-      writer.finish { last =>
-        last.put(database.commit, committedKey, point.toBytes)
-        last.delete(database.commit, inFlightKey)
-      }
+    writeChanges(changes, options.replayChunkBytes) { last =>
+      last.put(database.commit, committedKey, point.toBytes)
+      last.delete(database.commit, inFlightKey)
     }
     inFlightVersion = None
     committedPoint = point
@@ -352,6 +339,13 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   private def readCommitPoint(bytes: Array[Byte]): CommitPoint =
     try CommitPoint.fromBytes(bytes)
     catch { case e: Exception => throw EngineErrors.unreadableCommitPoint(dir, e) }
+
+  /** Writes `changes` in chunks of `chunkBytes`; `last` adds the marker writes of the final chunk. */
+  private def writeChanges(changes: Iterator[ChangeRecord], chunkBytes: Long)(last: org.rocksdb.WriteBatch => Unit): Unit =
+    Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes)) { writer =>
+      changes.foreach(writer(_))
+      writer.finish(last)
+    }
 
   /**
    * Writes back, for every key or range in `keys`, what `snapshot` holds there (deleting keys it
