@@ -1,27 +1,50 @@
 # txstate-spark: the commands users and CI run. Everything is installed on first use.
-#   make demo   build the jar and run a real streaming job on local Spark with our provider
-#   make test   sbt tests, then pytest against real Spark
+#   make demo   build the jars and run a real streaming job on local Spark with our provider
+#   make test   every Spark line: sbt tests, Spark's conformance suite, pytest against real Spark
 #   make conformance  Spark's own state store conformance suite against our provider (part of make test)
-#   make jar    the plugin jar alone (spark-submit --jars, Databricks cluster library)
-#   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with the jar inside
+#   make jar    the plugin jars alone, one per Spark line (spark-submit --jars, Databricks cluster library)
+#   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
+#
+# SPARK=<line> (4.0, 4.1, 4.2, 4.3; project/spark-lines.tsv) narrows jar, demo and conformance to one
+# Spark line: `make jar SPARK=4.1`, `make demo SPARK=4.0`. demo runs on the newest line by default.
 
 SHELL := /bin/bash
 VERSION := $(shell cat VERSION)
 PYTHON ?= python3
 VENV := .venv
-VPY := $(VENV)/bin/python
 SBT := build/sbt
-JAR := target/txstate-spark_2.13-$(VERSION).jar
+
+# The Spark lines, from the table the sbt build reads too.
+LINES := $(shell awk '!/^\#/ && NF {print $$1}' project/spark-lines.tsv)
+NEWEST := $(lastword $(LINES))
+OLDER_LINES := $(filter-out $(NEWEST),$(LINES))
+ifneq ($(SPARK),)
+ifeq ($(filter $(SPARK),$(LINES)),)
+$(error SPARK=$(SPARK) is not a Spark line txstate-spark builds for; use one of: $(LINES))
+endif
+endif
+LINE := $(or $(SPARK),$(NEWEST))
+# A line's jar, sbt project and venv (.venv is the newest line's: the build compiles 4.3 against it).
+jar_of = target/txstate-spark-$(1)_2.13-$(VERSION).jar
+sbt_project = spark$(subst .,,$(1))
+venv_of = $(if $(filter $(1),$(NEWEST)),$(VENV),$(VENV)-$(1))
+pyspark_of = $(shell awk '$$1 == "$(1)" {print $$4}' project/spark-lines.tsv)
+JARS := $(foreach line,$(LINES),$(call jar_of,$(line)))
+JAR := $(call jar_of,$(LINE))
+JARS_BUILT := target/.jars-built
+VPY := $(call venv_of,$(LINE))/bin/python
 WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
 PY_SOURCES := $(shell find python -name '*.py' -not -path '*/build/*' 2>/dev/null)
-SCALA_SOURCES := $(shell find jvm -name '*.scala' 2>/dev/null) build.sbt VERSION project/build.properties
+SCALA_SOURCES := $(shell find jvm -name '*.scala' 2>/dev/null) build.sbt VERSION project/build.properties \
+	project/SparkLines.scala project/spark-lines.tsv
 
+export SPARK
 export TXSTATE_SPARK_JAR := $(CURDIR)/$(JAR)
 export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo test test-jvm test-python conformance jar wheel venv bench bench-quick clean \
+.PHONY: demo test test-jvm test-python test-lines conformance jar wheel venv venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots
 
 venv: $(VENV)/.installed
@@ -31,33 +54,63 @@ $(VENV)/.installed: requirements-dev.txt
 	$(VPY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-jar: $(JAR)
-$(JAR): $(VENV)/.installed $(SCALA_SOURCES)
+# A venv per older Spark line: that line's pyspark from PyPI and the same test tools.
+$(VENV)-%/.installed: requirements-dev.txt project/spark-lines.tsv
+	$(PYTHON) -m venv $(VENV)-$*
+	$(VENV)-$*/bin/python -m pip install --quiet --upgrade pip
+	grep -v '^pyspark==' requirements-dev.txt > $(VENV)-$*/requirements.txt
+	$(VENV)-$*/bin/python -m pip install --quiet pyspark==$(call pyspark_of,$*) -r $(VENV)-$*/requirements.txt
+	touch $@
+venvs: $(foreach line,$(LINES),$(call venv_of,$(line))/.installed)
+
+# One sbt run packages every line (`make jar SPARK=4.1`: that line only).
+$(JARS_BUILT): $(VENV)/.installed $(SCALA_SOURCES)
 	$(SBT) package
+	touch $@
+ifeq ($(SPARK),)
+jar: $(JARS_BUILT)
+else
+jar: $(VENV)/.installed
+	$(SBT) $(call sbt_project,$(SPARK))/package
+endif
 
 wheel: $(WHEEL)
-$(WHEEL): $(JAR) $(PY_SOURCES) python/pyproject.toml
+$(WHEEL): $(JARS_BUILT) $(PY_SOURCES) python/pyproject.toml
 	@grep -qx '__version__ = "$(VERSION)"' python/txstate_spark/_version.py || { echo "make wheel: python/txstate_spark/_version.py must say __version__ = \"$(VERSION)\" (the VERSION file)" >&2; exit 1; }
 	rm -rf python/txstate_spark/jars python/build && mkdir -p python/txstate_spark/jars dist
-	cp $(JAR) python/txstate_spark/jars/
+	cp $(JARS) python/txstate_spark/jars/
 	$(VPY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist ./python
 	rm -rf python/txstate_spark/jars python/build python/*.egg-info
 
-demo: $(JAR)
-	$(VPY) demo/streaming_demo.py
+demo: $(JARS_BUILT) $(call venv_of,$(LINE))/.installed
+	PYSPARK_PYTHON=$(CURDIR)/$(VPY) PYSPARK_DRIVER_PYTHON=$(CURDIR)/$(VPY) $(VPY) demo/streaming_demo.py
 
-test: test-jvm conformance test-python
+test: test-jvm conformance test-python test-lines
 
+# The Scala tests on every line.
 test-jvm: $(VENV)/.installed
 	$(SBT) test
 
-test-python: $(JAR) $(WHEEL)
+# The whole pytest suite on the newest line.
+test-python: $(JARS_BUILT) $(WHEEL)
 	$(VPY) -m pytest tests
 
-# StateStoreSuiteBase from Spark's spark-sql tests jar, subclassed in jvm/src/conformance; exclusions
-# and their reasons in ConformanceExclusions.scala; Spark's logs in target/conformance/target/unit-tests.log.
+# Each older line in its own venv (its pyspark from PyPI): packaging, every operator against Spark's
+# HDFS provider across a restart, and an executor killed mid-batch.
+LINE_TESTS := tests/test_packaging.py tests/test_operator_equivalence.py tests/test_executor_failure.py
+test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
+	set -e; for line in $(OLDER_LINES); do \
+	  py=$(CURDIR)/$(VENV)-$$line/bin/python; \
+	  echo "== pytest on Spark $$line ($$($$py -c 'import pyspark; print(pyspark.__version__)'))"; \
+	  TXSTATE_SPARK_JAR=$(CURDIR)/target/txstate-spark-$${line}_2.13-$(VERSION).jar \
+	    PYSPARK_PYTHON=$$py PYSPARK_DRIVER_PYTHON=$$py $$py -m pytest $(LINE_TESTS); \
+	done
+
+# StateStoreSuiteBase from Spark's spark-sql tests jar, subclassed in jvm/src/conformance, on every
+# line (or SPARK's); exclusions and their reasons in ConformanceExclusions.scala and each line's
+# LineExclusions.scala; Spark's logs in target/conformance/<line>/target/unit-tests.log.
 conformance: $(VENV)/.installed
-	$(SBT) conformance/test
+	$(SBT) $(foreach line,$(or $(SPARK),$(LINES)),conformance$(subst .,,$(line))/test)
 
 # Benchmarks: txstate vs Spark's built-in providers, measured in the same run. Each prints a markdown
 # table with the command that reproduces it and writes bench/results/<kind>-<timestamp>.md (+ .json).
@@ -68,22 +121,22 @@ conformance: $(VENV)/.installed
 bench-quick: bench-store-quick bench-streaming-quick bench-memory-quick bench-plots
 bench: bench-store bench-streaming bench-memory bench-plots
 
-bench-store-quick: $(JAR)
+bench-store-quick: $(JARS_BUILT)
 	$(SBT) "bench/runMain txstate.bench.StoreBench --quick"
 
-bench-store: $(JAR)
+bench-store: $(JARS_BUILT)
 	$(SBT) "bench/runMain txstate.bench.StoreBench --full"
 
-bench-streaming-quick: $(JAR)
+bench-streaming-quick: $(JARS_BUILT)
 	$(VPY) bench/streaming_bench.py --quick
 
-bench-streaming: $(JAR)
+bench-streaming: $(JARS_BUILT)
 	$(VPY) bench/streaming_bench.py
 
-bench-memory-quick: $(JAR)
+bench-memory-quick: $(JARS_BUILT)
 	$(VPY) bench/memory_bench.py --quick
 
-bench-memory: $(JAR)
+bench-memory: $(JARS_BUILT)
 	$(VPY) bench/memory_bench.py
 
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
@@ -94,4 +147,4 @@ bench-plots: $(VENV)/.bench-installed
 	$(VPY) bench/plots.py
 
 clean:
-	rm -rf target project/target project/project dist python/build python/txstate_spark/jars
+	rm -rf target project/target project/project dist python/build python/txstate_spark/jars $(VENV)-*

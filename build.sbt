@@ -1,41 +1,53 @@
-// txstate-spark: one sbt module, the JVM half of the product.
+// txstate-spark: the JVM half of the product, one jar per Spark line (project/spark-lines.tsv).
 //
-// Spark 4.3.0 is not published to Maven Central, but `pyspark==4.3.0` ships every Spark jar.
-// We compile against exactly those jars (Provided: Spark brings them at run time), so the
-// classes we build against are the classes we run on. rocksdbjni comes from Maven Central at the
-// version those jars carry (JNI classes cannot be shaded, so it stays Provided too).
+// The engine, checkpoint and store code is shared (jvm/src/main/scala); each line adds its thin
+// adapter from version source folders: `scala-spark-<line>` (that line only),
+// `scala-spark-<line>+` (that line and every newer one) and `scala-spark-<line>-` (that line and
+// every older one). Each line compiles against that line's
+// real Spark: spark-sql from Maven Central, or for 4.3 (not on Maven Central) the jars pyspark
+// 4.3.0 ships. Spark and rocksdbjni are Provided: every cluster has them, and JNI classes cannot
+// be shaded. One jar per line is required, not a packaging choice: Spark 4.3's provider trait
+// carries fields that a class compiled against 4.2 lacks (AbstractMethodError at run time).
+//
+//   build/sbt package              every line's jar: target/txstate-spark-<line>_2.13-<version>.jar
+//   build/sbt spark41/package      one line's jar
+//   build/sbt test                 the Scala tests on every line
+//   build/sbt conformance42/test   Spark's StateStoreSuiteBase on one line (jvm/src/conformance)
 
-import java.nio.file.Files
-import scala.jdk.CollectionConverters._
+val lines: Seq[SparkLine] = SparkLines.load(file("project/spark-lines.tsv"))
+def lineOf(name: String): SparkLine =
+  lines.find(_.line == name).getOrElse(sys.error(s"project/spark-lines.tsv has no Spark line $name"))
+val newestLine: SparkLine = lines.maxBy(l => SparkLines.order(l.line))
 
-val sparkVersion = "4.3.0"
-val rocksdbVersion = "9.8.4" // the rocksdbjni inside pyspark 4.3.0's jars/
+val rocksdbVersion = "9.8.4" // the rocksdbjni every supported Spark line ships
+val scalatest = "org.scalatest" %% "scalatest" % "3.2.19"
 
-// Where the pyspark 4.3.0 jars are: $SPARK_JARS_DIR, else the project's .venv (made by `make venv`).
-lazy val sparkJarsDir: File = {
+ThisBuild / organization := "io.github.txstate"
+ThisBuild / version := IO.read(file("VERSION")).trim
+ThisBuild / scalaVersion := newestLine.scala
+
+// Where pyspark's jars are for lines that are not on Maven Central: $SPARK_JARS_DIR, else the
+// project's .venv (made by `make venv`, pyspark==4.3.0). Absolute, because forked test JVMs run in
+// their project's own directory.
+def pysparkJars(line: SparkLine): Seq[File] = {
   val fromEnv = sys.env.get("SPARK_JARS_DIR").map(file)
   val fromVenv = Option(file(".venv/lib")).filter(_.isDirectory).toSeq
     .flatMap(lib => Option(lib.listFiles).toSeq.flatten)
     .map(_ / "site-packages" / "pyspark" / "jars")
     .find(_.isDirectory)
-  fromEnv.orElse(fromVenv).filter(dir => (dir / s"spark-sql_2.13-$sparkVersion.jar").isFile).getOrElse {
+  val dir = fromEnv.orElse(fromVenv).filter(d => (d / s"spark-sql_2.13-${line.pyspark}.jar").isFile).getOrElse {
     sys.error(
-      s"txstate-spark: cannot find the Spark $sparkVersion jars to compile against. " +
-        "Run `make venv` (it installs pyspark==4.3.0 into .venv), or set SPARK_JARS_DIR to a " +
-        s"directory holding spark-sql_2.13-$sparkVersion.jar.")
+      s"txstate-spark: cannot find the Spark ${line.pyspark} jars to compile the ${line.line} line against. " +
+        s"Run `make venv` (it installs pyspark==${line.pyspark} into .venv), or set SPARK_JARS_DIR to a " +
+        s"directory holding spark-sql_2.13-${line.pyspark}.jar.")
   }
+  // The Scala library comes from sbt (same version); rocksdbjni from Maven Central.
+  dir.getAbsoluteFile.listFiles.toSeq.filter { f =>
+    val n = f.getName
+    n.endsWith(".jar") && !n.startsWith("scala-library-") && !n.startsWith("scala-compiler-") &&
+      !n.startsWith("scala-reflect-") && !n.startsWith("rocksdbjni-")
+  }.sorted
 }
-
-// The Scala library comes from sbt (same version); rocksdbjni from Maven Central.
-def isSparkProvidedJar(f: File): Boolean = {
-  val n = f.getName
-  n.endsWith(".jar") && !n.startsWith("scala-library-") && !n.startsWith("scala-compiler-") &&
-    !n.startsWith("rocksdbjni-")
-}
-
-ThisBuild / organization := "io.github.txstate"
-ThisBuild / version := IO.read(file("VERSION")).trim
-ThisBuild / scalaVersion := "2.13.18" // what Spark 4.3.0 ships
 
 // What Spark 4 needs to run on JDK 17 (the same flags spark-submit passes).
 lazy val sparkJvmFlags = Seq(
@@ -57,75 +69,111 @@ lazy val sparkJvmFlags = Seq(
   "-Djdk.reflect.useDirectMethodHandle=false",
   "-Dio.netty.tryReflectionSetAccessible=true")
 
-lazy val sparkJars = sparkJarsDir.listFiles.toSeq.filter(isSparkProvidedJar).sorted.map(Attributed.blank)
+/**
+ * The source folders of `line` under `base` that exist: `scala`, `scala-spark-<line>`, every
+ * `scala-spark-<L>+` with L at or below `line`, and every `scala-spark-<L>-` with L at or above it.
+ */
+def versionFolders(base: File, line: SparkLine): Seq[File] =
+  ((base / "scala") +: (base / s"scala-spark-${line.line}") +:
+    (lines.filter(other => line.atLeast(other.line)).map(other => base / s"scala-spark-${other.line}+") ++
+      lines.filter(other => SparkLines.order(other.line) >= SparkLines.order(line.line))
+        .map(other => base / s"scala-spark-${other.line}-")))
+    .filter(_.isDirectory)
 
+/** Spark itself, for compiling (Provided) and for the tests of `line`. */
+def sparkSettings(line: SparkLine, config: Configuration): Seq[Setting[_]] = line.compile match {
+  case Some(version) => Seq(libraryDependencies += "org.apache.spark" %% "spark-sql" % version % config)
+  case None if config == Test => Seq(Test / unmanagedJars ++= pysparkJars(line).map(Attributed.blank))
+  case None => Seq(Compile / unmanagedJars ++= pysparkJars(line).map(Attributed.blank))
+}
+
+def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
+  scalaVersion := line.scala,
+  // Coursier would let a Spark dependency pull a newer scala-library than that Spark ships (4.1.3's
+  // jackson-module-scala asks for 2.13.18); code compiled against it could fail on the cluster.
+  dependencyOverrides += "org.scala-lang" % "scala-library" % line.scala,
+  scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_", "-release:17"),
+  Test / fork := true,
+  Test / parallelExecution := false,
+  Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
+)
+
+def sparkLine(line: SparkLine): Project =
+  Project(line.id, file("target") / "lines" / line.line)
+    .settings(lineSettings(line))
+    .settings(sparkSettings(line, Provided))
+    .settings(
+      name := s"txstate-spark-${line.line}",
+      Compile / unmanagedSourceDirectories := versionFolders((ThisBuild / baseDirectory).value / "jvm/src/main", line),
+      Compile / unmanagedResourceDirectories := Seq((ThisBuild / baseDirectory).value / "jvm/src/main/resources"),
+      Test / unmanagedSourceDirectories := versionFolders((ThisBuild / baseDirectory).value / "jvm/src/test", line),
+      Test / unmanagedResourceDirectories := Seq((ThisBuild / baseDirectory).value / "jvm/src/test/resources"),
+      libraryDependencies ++= Seq("org.rocksdb" % "rocksdbjni" % rocksdbVersion % Provided, scalatest % Test),
+      // The jar holds our classes only, named for its Spark line.
+      Compile / packageBin / artifactPath :=
+        (ThisBuild / baseDirectory).value / "target" / s"txstate-spark-${line.line}_2.13-${version.value}.jar",
+      Test / javaOptions ++= "-Xmx2g" +: sparkJvmFlags
+    )
+
+// Spark's own state store conformance suite on one line (`make conformance`): StateStoreSuiteBase
+// from that line's spark-sql tests jar, subclassed in jvm/src/conformance. Kept out of the line's own
+// tests so the 50 MB tests jars stay off their classpath. Where a line's tests jar is not on Maven
+// Central (4.3), the newest that is runs intransitively against the line's own Spark; the tests of
+// it that cannot link are excluded by name (ConformanceExclusions, per line).
+def conformance(line: SparkLine, main: Project): Project =
+  Project("conformance" + line.id.stripPrefix("spark"), file("target") / "conformance" / line.line)
+    .dependsOn(main)
+    .settings(lineSettings(line))
+    .settings(sparkSettings(line, Test))
+    .settings(
+      name := s"txstate-spark-conformance-${line.line}",
+      publish / skip := true,
+      Compile / sources := Nil,
+      Test / unmanagedSourceDirectories :=
+        versionFolders((ThisBuild / baseDirectory).value / "jvm/src/conformance", line),
+      Test / unmanagedResourceDirectories := Seq((ThisBuild / baseDirectory).value / "jvm/src/conformance/resources"),
+      libraryDependencies ++= Seq("spark-sql", "spark-core", "spark-catalyst").map { artifact =>
+        val testsJar = ("org.apache.spark" %% artifact % line.tests % Test).classifier("tests")
+        if (line.testsFromOtherRelease) testsJar.intransitive() else testsJar
+      },
+      libraryDependencies ++= Seq("org.rocksdb" % "rocksdbjni" % rocksdbVersion % Test, scalatest % Test),
+      // As Spark's own build runs these tests (without spark.testing two HDFS-suite tests fail on 4.2.0 itself).
+      Test / javaOptions ++= Seq("-Xmx3g", "-Dspark.testing=1") ++ sparkJvmFlags,
+      Test / envVars += "SPARK_TESTING" -> "1"
+    )
+
+lazy val spark40 = sparkLine(lineOf("4.0"))
+lazy val spark41 = sparkLine(lineOf("4.1"))
+lazy val spark42 = sparkLine(lineOf("4.2"))
+lazy val spark43 = sparkLine(lineOf("4.3"))
+lazy val lineProjects = Map("4.0" -> spark40, "4.1" -> spark41, "4.2" -> spark42, "4.3" -> spark43)
+
+lazy val conformance40 = conformance(lineOf("4.0"), spark40)
+lazy val conformance41 = conformance(lineOf("4.1"), spark41)
+lazy val conformance42 = conformance(lineOf("4.2"), spark42)
+lazy val conformance43 = conformance(lineOf("4.3"), spark43)
+
+// `build/sbt package` / `test` run every line; the root itself holds no code.
 lazy val root = (project in file("."))
-  .settings(
-    name := "txstate-spark",
-    Compile / scalaSource := baseDirectory.value / "jvm" / "src" / "main" / "scala",
-    Compile / resourceDirectory := baseDirectory.value / "jvm" / "src" / "main" / "resources",
-    Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
-    Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
-    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_", "-release:17"),
-    libraryDependencies ++= Seq(
-      "org.rocksdb" % "rocksdbjni" % rocksdbVersion % Provided,
-      "org.scalatest" %% "scalatest" % "3.2.19" % Test
-    ),
-    Compile / unmanagedJars ++= sparkJars,
-    // The jar we ship holds our classes only; Spark and RocksDB are on every cluster already.
-    Compile / packageBin / artifactPath := target.value / s"txstate-spark_2.13-${version.value}.jar",
-    Test / fork := true,
-    Test / parallelExecution := false,
-    Test / javaOptions ++= "-Xmx2g" +: sparkJvmFlags,
-    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
-  )
+  .aggregate(spark40, spark41, spark42, spark43)
+  .settings(name := "txstate-spark", publish / skip := true, Compile / sources := Nil, Test / sources := Nil)
 
-// Benchmarks (`make bench`, `make bench-quick`): txstate against Spark's built-in providers in one JVM run.
+// Benchmarks (`make bench-store`): txstate against that line's built-in providers in one JVM run.
+// The line is $SPARK (default: the newest), as for every make target.
+val benchLine: SparkLine = lineOf(sys.env.get("SPARK").filter(_.nonEmpty).getOrElse(newestLine.line))
+
 lazy val bench = (project in file("bench"))
-  .dependsOn(root)
+  .dependsOn(lineProjects(benchLine.line))
+  .settings(lineSettings(benchLine))
+  .settings(sparkSettings(benchLine, Compile))
   .settings(
     name := "txstate-spark-bench",
     publish / skip := true,
     Compile / scalaSource := baseDirectory.value / "src" / "main" / "scala",
-    scalacOptions ++= Seq("-deprecation", "-feature", "-release:17"),
+    scalacOptions := Seq("-deprecation", "-feature", "-release:17"),
     libraryDependencies += "org.rocksdb" % "rocksdbjni" % rocksdbVersion,
-    Compile / unmanagedJars ++= sparkJars,
     run / fork := true,
     run / connectInput := false,
     run / baseDirectory := (ThisBuild / baseDirectory).value,
     run / javaOptions ++= "-Xmx6g" +: sparkJvmFlags
-  )
-
-// Spark's own state store conformance suite (`make conformance`, `build/sbt conformance/test`):
-// StateStoreSuiteBase from spark-sql's tests jar, run against our provider (jvm/src/conformance).
-// Not aggregated by root, so `build/sbt test` does not run it. 4.3.0's tests jars are not on Maven
-// Central, so this runs the newest that is (4.2.0), intransitive: the Spark classes themselves stay
-// pyspark 4.3.0's. Tests of that jar that cannot link against 4.3.0 are excluded by name
-// (ConformanceExclusions.scala). Spark's build also puts scalacheck and mockito on its test classpath;
-// this suite (and Spark's HDFS suite, tried the same way) runs without them.
-val sparkTestsVersion = "4.2.0"
-
-lazy val conformance = (project in file("target/conformance"))
-  .dependsOn(root)
-  .settings(
-    name := "txstate-spark-conformance",
-    publish / skip := true,
-    Compile / sources := Nil,
-    Test / scalaSource := (ThisBuild / baseDirectory).value / "jvm" / "src" / "conformance" / "scala",
-    Test / resourceDirectory := (ThisBuild / baseDirectory).value / "jvm" / "src" / "conformance" / "resources",
-    scalacOptions ++= Seq("-deprecation", "-feature", "-release:17"),
-    libraryDependencies ++= Seq("spark-sql", "spark-core", "spark-catalyst").map(artifact =>
-      ("org.apache.spark" %% artifact % sparkTestsVersion % Test).classifier("tests").intransitive()),
-    libraryDependencies ++= Seq(
-      "org.rocksdb" % "rocksdbjni" % rocksdbVersion % Test,
-      "org.scalatest" %% "scalatest" % "3.2.19" % Test
-    ),
-    // Absolute paths: the forked test JVM runs in this project's base directory.
-    Test / unmanagedJars ++= sparkJars.map(jar => Attributed.blank(jar.data.getAbsoluteFile)),
-    Test / fork := true,
-    Test / parallelExecution := false,
-    // As Spark's own build runs these tests (without spark.testing two HDFS-suite tests fail on 4.2.0 itself).
-    Test / javaOptions ++= Seq("-Xmx3g", "-Dspark.testing=1") ++ sparkJvmFlags,
-    Test / envVars += "SPARK_TESTING" -> "1",
-    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
   )

@@ -197,7 +197,7 @@ def main() -> int:
     repetitions = args.repetitions or (1 if args.quick else 3)
     configs = [c for c in (QUICK_CONFIGS if args.quick else FULL_CONFIGS) if not args.only or c.name in args.only]
     stamp = timestamp()
-    command = ("PYTHONPATH=python TXSTATE_SPARK_JAR=$PWD/target/txstate-spark_2.13-$(cat VERSION).jar "
+    command = ("PYTHONPATH=python TXSTATE_SPARK_JAR=$PWD/target/txstate-spark-4.3_2.13-$(cat VERSION).jar "
                f".venv/bin/python bench/memory_bench.py {' '.join(sys.argv[1:])}").rstrip()
     load_start = load_average()
     started = time.monotonic()

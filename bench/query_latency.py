@@ -1,6 +1,6 @@
 """Point-query latency of txstate interactive queries from Python, local and local-cluster mode.
 
-    TXSTATE_SPARK_JAR=target/txstate-spark_2.13-<version>.jar PYTHONPATH=python \\
+    TXSTATE_SPARK_JAR=target/txstate-spark-4.3_2.13-<version>.jar PYTHONPATH=python \\
         .venv/bin/python bench/query_latency.py [--keys 100000] [--queries 500] [--modes local,cluster]
 
 Each mode runs in its own Python process (one Spark JVM each): a streaming `groupBy(k).count()` over

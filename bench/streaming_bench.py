@@ -267,7 +267,7 @@ def main() -> int:
     workloads = [w for w in WORKLOADS if not args.only or w.name in args.only or
                  not any(o in {v.name for v in WORKLOADS} for o in args.only)]
     stamp = timestamp()
-    command = "PYTHONPATH=python TXSTATE_SPARK_JAR=$PWD/target/txstate-spark_2.13-$(cat VERSION).jar " \
+    command = "PYTHONPATH=python TXSTATE_SPARK_JAR=$PWD/target/txstate-spark-4.3_2.13-$(cat VERSION).jar " \
               f".venv/bin/python bench/streaming_bench.py {' '.join(sys.argv[1:])}".rstrip()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix=f"txstate-streaming-bench-{stamp}-"))
     load_start = load_average()
@@ -328,7 +328,7 @@ def rerender(path: Path) -> int:
     """Rewrites a saved run's report from its .json (after a change to the summary or the tables)."""
     data = json.loads(path.read_text())
     peers = [p for p in STREAMING_PEERS if p.name in {q["name"] for q in data["peers"]}]
-    command = data.get("command") or ("PYTHONPATH=python TXSTATE_SPARK_JAR=$PWD/target/txstate-spark_2.13-$(cat VERSION).jar "
+    command = data.get("command") or ("PYTHONPATH=python TXSTATE_SPARK_JAR=$PWD/target/txstate-spark-4.3_2.13-$(cat VERSION).jar "
                                       ".venv/bin/python bench/streaming_bench.py" + (" --quick" if data["mode"] == "quick" else ""))
     return report(data["stamp"], data["mode"], DataSize(**data["size"]), data["repetitions"], peers,
                   data.get("workloads") or list(data["stats"]), data["runs"], list(data["facts"].items()), command)

@@ -2,7 +2,7 @@
 
 A script of the repository, not part of the wheel. ``make demo`` builds the jar and runs it with the
 source package on the path; by hand: ``PYTHONPATH=python
-TXSTATE_SPARK_JAR=target/txstate-spark_2.13-<version>.jar python demo/streaming_demo.py``.
+TXSTATE_SPARK_JAR=target/txstate-spark-4.3_2.13-<version>.jar python demo/streaming_demo.py``.
 
 The job reads CSV files of ``event_id,word`` events (some events are delivered twice), drops the
 duplicates with ``dropDuplicates(["event_id"])`` and counts words with ``groupBy("word").count()`` in

@@ -3,7 +3,7 @@
 Environment:
   TXSTATE_SPARK_JAR
       The txstate-spark jar put on the session's classpath (`spark.jars`). The Makefile exports
-      it; without it the tests use target/txstate-spark_2.13-<VERSION>.jar. A missing jar fails the
+      it; without it the tests use target/txstate-spark-<pyspark's line>_2.13-<VERSION>.jar. A missing jar fails the
       tests: build it with `make jar` (or `build/sbt package`).
   TXSTATE_TEST_CANDIDATE_PROVIDER
       The state store provider class the tests check against Spark's HDFS provider. Default:

@@ -25,6 +25,7 @@ import datetime as dt
 import fcntl
 import json
 import os
+from importlib import metadata
 import re
 import time
 from dataclasses import dataclass, field
@@ -56,10 +57,12 @@ def candidate_provider() -> str:
 
 
 def plugin_jar() -> Path:
-    """The txstate-spark jar: $TXSTATE_SPARK_JAR, else the one `make jar` builds in target/."""
+    """The txstate-spark jar: $TXSTATE_SPARK_JAR, else the one `make jar` builds in target/ for the
+    installed pyspark's Spark line."""
     from_env = os.environ.get("TXSTATE_SPARK_JAR", "").strip()
     version = (REPO_ROOT / "VERSION").read_text().strip()
-    jar = Path(from_env) if from_env else REPO_ROOT / "target" / f"txstate-spark_2.13-{version}.jar"
+    line = ".".join(metadata.version("pyspark").split(".")[:2])
+    jar = Path(from_env) if from_env else REPO_ROOT / "target" / f"txstate-spark-{line}_2.13-{version}.jar"
     if not jar.is_file():
         raise FileNotFoundError(
             f"txstate-spark jar not found at {jar} (from "

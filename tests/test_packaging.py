@@ -18,6 +18,7 @@ import sys
 import textwrap
 import zipfile
 from email.parser import Parser
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Set
 
@@ -41,10 +42,20 @@ from txstate_spark import (  # noqa: E402
 from txstate_spark.settings import setting_value  # noqa: E402
 
 VERSION = (REPO / "VERSION").read_text().strip()
-JAR_NAME = f"txstate-spark_2.13-{VERSION}.jar"
+# Every Spark line the build makes a jar for (the sbt build and the Makefile read the same table).
+LINES = [row.split()[0] for row in (REPO / "project" / "spark-lines.tsv").read_text().splitlines()
+         if row.strip() and not row.startswith("#")]
+# The jar of the Spark line this pytest runs on (CI runs these tests in one venv per line).
+PYSPARK_LINE = ".".join(metadata.version("pyspark").split(".")[:2])
+
+
+def jar_name(line: str) -> str:
+    return f"txstate-spark-{line}_2.13-{VERSION}.jar"
+
+
+JAR_NAME = jar_name(PYSPARK_LINE)
 JAR = REPO / "target" / JAR_NAME
 WHEEL = REPO / "dist" / f"txstate_spark-{VERSION}-py3-none-any.whl"
-WHEEL_JAR_ENTRY = f"txstate_spark/jars/{JAR_NAME}"
 PROVIDER_ENTRY = PROVIDER_CLASS.replace(".", "/") + ".class"
 PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 CHILD_TIMEOUT_S = 180
@@ -70,7 +81,7 @@ def child_env(**overrides: Optional[str]) -> Dict[str, str]:
     env.update(PYTHONPATH=str(PYTHON_SRC), TXSTATE_SPARK_JAR=str(JAR), PYSPARK_PYTHON=sys.executable,
                PYSPARK_DRIVER_PYTHON=sys.executable)
     for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE", "PYSPARK_GATEWAY_PORT",
-                 "PYSPARK_SUBMIT_ARGS"):
+                 "PYSPARK_SUBMIT_ARGS", "SPARK_HOME"):
         env.pop(name, None)
     for name, value in overrides.items():
         if value is None:
@@ -129,20 +140,23 @@ def test_jar_and_wheel_carry_the_version_file_version() -> None:
 # the wheel
 
 
-def test_wheel_bundles_the_built_jar_and_typing_marker() -> None:
+def test_wheel_bundles_every_lines_built_jar_and_typing_marker() -> None:
     with zipfile.ZipFile(built_wheel()) as wheel:
         names = set(wheel.namelist())
-        assert WHEEL_JAR_ENTRY in names, f"no {WHEEL_JAR_ENTRY} in {WHEEL.name}: {sorted(names)}"
-        bundled = wheel.read(WHEEL_JAR_ENTRY)
+        bundled_jars = sorted(n for n in names if n.endswith(".jar"))
+        assert bundled_jars == sorted(f"txstate_spark/jars/{jar_name(line)}" for line in LINES), (
+            f"{WHEEL.name} must carry one jar per Spark line of project/spark-lines.tsv: {bundled_jars}")
+        for line in LINES:
+            built = REPO / "target" / jar_name(line)
+            assert built.is_file(), f"{built} is missing: run `make jar`"
+            assert sha256(wheel.read(f"txstate_spark/jars/{jar_name(line)}")) == sha256(built.read_bytes()), (
+                f"the {line} jar in {WHEEL.name} differs from {built}: the wheel is stale, run `make wheel`")
     check_package_modules(names, WHEEL.name)
-    assert sha256(bundled) == sha256(built_jar().read_bytes()), (
-        f"the jar in {WHEEL.name} differs from {JAR}: the wheel is stale, run `make wheel`"
-    )
 
 
 def check_package_modules(names: Set[str], wheel_name: str) -> None:
     """The wheel holds the package's modules and typing marker, and no demo."""
-    for module in ("__init__", "__main__", "jar", "session", "settings", "submit", "_version"):
+    for module in ("__init__", "__main__", "jar", "session", "settings", "spark_line", "submit", "_version"):
         assert f"txstate_spark/{module}.py" in names
     assert "txstate_spark/py.typed" in names
     for module in ("__init__", "bounds", "conversion", "gateway", "queries", "request", "results", "store"):
@@ -449,8 +463,20 @@ def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[s
     yield {"venv": str(venv), "python": python, "purelib": purelib.stdout.strip()}
 
 
-def test_installed_wheel_finds_its_bundled_jar_without_pyspark(installed_wheel: Dict[str, str]) -> None:
-    env = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None)
+def fake_spark_home(root: Path, version: str) -> Path:
+    """A directory that says which Spark it is as a Spark distribution does (its RELEASE file)."""
+    home = root / f"spark-{version}"
+    home.mkdir()
+    (home / "RELEASE").write_text(f"Spark {version} built for Hadoop 3.4.1\n")
+    return home
+
+
+def test_installed_wheel_finds_its_bundled_jar_without_pyspark(
+    installed_wheel: Dict[str, str], tmp_path: Path
+) -> None:
+    # No pyspark in that venv: $SPARK_HOME says which Spark will run.
+    env = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None,
+                    SPARK_HOME=str(fake_spark_home(tmp_path, metadata.version("pyspark"))))
     found = run_script(
         """
         import importlib.util, json, os, txstate_spark
@@ -466,6 +492,47 @@ def test_installed_wheel_finds_its_bundled_jar_without_pyspark(installed_wheel: 
     assert sha256(Path(found["jar"]).read_bytes()) == sha256(built_jar().read_bytes())
     flags = run([installed_wheel["python"], "-m", "txstate_spark", "submit-args"], env).stdout
     assert shlex.split(flags)[:2] == ["--jars", found["jar"]]
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_installed_wheel_picks_each_lines_jar_by_spark_home_or_flag(
+    installed_wheel: Dict[str, str], tmp_path: Path, line: str
+) -> None:
+    expected = os.path.join(installed_wheel["purelib"], "txstate_spark", "jars", jar_name(line))
+    python = installed_wheel["python"]
+    by_home = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None, SPARK_HOME=str(fake_spark_home(tmp_path, f"{line}.7")))
+    assert run([python, "-m", "txstate_spark", "jar"], by_home).stdout.strip() == expected
+    plain = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None)
+    assert run([python, "-m", "txstate_spark", "jar", "--spark", line], plain).stdout.strip() == expected
+    flags = run([python, "-m", "txstate_spark", "submit-args", "--spark", f"{line}.2"], plain).stdout
+    assert shlex.split(flags)[:2] == ["--jars", expected]
+    assert sha256(Path(expected).read_bytes()) == sha256((REPO / "target" / jar_name(line)).read_bytes())
+
+
+def test_an_unsupported_or_unknown_spark_fails_naming_the_supported_lines(
+    installed_wheel: Dict[str, str], tmp_path: Path
+) -> None:
+    python = installed_wheel["python"]
+    plain = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None)
+    supported = ", ".join(LINES)
+    old = run([python, "-m", "txstate_spark", "jar", "--spark", "3.5.4"], plain, check=False)
+    assert old.returncode != 0 and "Spark 3.5.4" in old.stderr and supported in old.stderr, old.stderr
+    home = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None, SPARK_HOME=str(fake_spark_home(tmp_path, "9.1.0")))
+    newer = run([python, "-m", "txstate_spark", "submit-args"], home, check=False)
+    assert newer.returncode != 0 and "9.1.0" in newer.stderr and "SPARK_HOME" in newer.stderr, newer.stderr
+    assert supported in newer.stderr
+    # No pyspark in that venv and no $SPARK_HOME: nothing says which Spark will run.
+    unknown = run([python, "-m", "txstate_spark", "jar"], plain, check=False)
+    assert unknown.returncode != 0 and "--spark" in unknown.stderr and supported in unknown.stderr, unknown.stderr
+
+
+def test_a_jar_built_for_another_line_is_refused_by_name(tmp_path: Path) -> None:
+    other = next(line for line in LINES if line != PYSPARK_LINE)
+    wrong = tmp_path / jar_name(other)
+    shutil.copyfile(REPO / "target" / jar_name(other), wrong)
+    done = cli("jar", TXSTATE_SPARK_JAR=str(wrong))
+    assert done.returncode != 0, done.stdout
+    assert f"built for Spark {other}" in done.stderr and jar_name(PYSPARK_LINE) in done.stderr, done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,21 @@ wheel bundles). This package only finds that jar and wires it into Spark:
 
 * :func:`configure` - a ``SparkSession.Builder`` helper (classic PySpark, before the first session);
 * :func:`submit_args` - ``spark-submit`` / ``pyspark`` flags (also ``python -m txstate_spark submit-args``);
-* :func:`jar_path` - the jar itself (``python -m txstate_spark jar``), e.g. for a cluster library.
+* :func:`jar_path` - the jar itself (``python -m txstate_spark jar``), e.g. for a cluster library;
+  one jar per Spark line, picked for the Spark that will run (:func:`supported_lines`).
 
 Importing this package does not import pyspark.
 """
 
 from txstate_spark._version import __version__
 from txstate_spark.constants import PROVIDER_CLASS, PROVIDER_CLASS_KEY, SETTINGS_PREFIX
-from txstate_spark.errors import TxStateConfigurationError, TxStateError, TxStateJarNotFoundError
-from txstate_spark.jar import jar_path
+from txstate_spark.errors import (
+    TxStateConfigurationError,
+    TxStateError,
+    TxStateJarNotFoundError,
+    TxStateUnsupportedSparkError,
+)
+from txstate_spark.jar import jar_path, supported_lines
 from txstate_spark.session import configure
 from txstate_spark.settings import KNOWN_SETTINGS, setting_key, spark_settings
 from txstate_spark.submit import submit_args
@@ -26,10 +32,12 @@ __all__ = [
     "TxStateConfigurationError",
     "TxStateError",
     "TxStateJarNotFoundError",
+    "TxStateUnsupportedSparkError",
     "__version__",
     "configure",
     "jar_path",
     "setting_key",
     "spark_settings",
     "submit_args",
+    "supported_lines",
 ]

@@ -1,7 +1,7 @@
 """``python -m txstate_spark``: print the jar path or the spark-submit flags.
 
-    python -m txstate_spark jar
-    python -m txstate_spark submit-args [--option NAME=VALUE ...]
+    python -m txstate_spark jar [--spark LINE]
+    python -m txstate_spark submit-args [--spark LINE] [--option NAME=VALUE ...]
 """
 
 import argparse
@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 
 from txstate_spark._version import __version__
 from txstate_spark.errors import TxStateError
-from txstate_spark.jar import jar_path
+from txstate_spark.jar import jar_path, supported_lines
 from txstate_spark.settings import KNOWN_SETTINGS
 from txstate_spark.submit import submit_args
 
@@ -33,11 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"txstate-spark {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser(
+    jar = commands.add_parser(
         "jar",
         help="print the absolute path of the jar",
-        description="Print the absolute path of the txstate-spark jar ($TXSTATE_SPARK_JAR if set, "
-        "else the jar bundled in the installed wheel).",
+        description="Print the absolute path of the txstate-spark jar for the Spark that will run it "
+        "($TXSTATE_SPARK_JAR if set, else the matching jar bundled in the installed wheel).",
     )
     submit = commands.add_parser(
         "submit-args",
@@ -57,6 +57,14 @@ def _parser() -> argparse.ArgumentParser:
         "spark.sql.streaming.stateStore.txstate.<camelCaseName>); repeatable. Settings: "
         + ", ".join(KNOWN_SETTINGS),
     )
+    for command in (jar, submit):
+        command.add_argument(
+            "--spark",
+            metavar="LINE",
+            help="the Spark line or version to pick the jar for (e.g. 4.1 or 4.1.3); default: "
+            "$SPARK_HOME's Spark, else the installed pyspark's. Supported: "
+            + (", ".join(supported_lines()) or "none bundled (source checkout)"),
+        )
     return parser
 
 
@@ -65,12 +73,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "jar":
-            print(jar_path())
+            print(jar_path(args.spark))
         else:
             options: Dict[str, object] = {}
             for name, value in args.option:
                 options[name] = value
-            print(shlex.join(submit_args(**options)))
+            print(shlex.join(submit_args(args.spark, **options)))
     except TxStateError as error:
         print(f"txstate-spark: error: {error}", file=sys.stderr)
         return 1

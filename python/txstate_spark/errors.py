@@ -9,6 +9,10 @@ class TxStateJarNotFoundError(TxStateError, FileNotFoundError):
     """The txstate-spark jar could not be found (neither ``$TXSTATE_SPARK_JAR`` nor the bundled one)."""
 
 
+class TxStateUnsupportedSparkError(TxStateError, RuntimeError):
+    """No txstate-spark jar fits the Spark version that will run (the message names the supported lines)."""
+
+
 class TxStateConfigurationError(TxStateError, RuntimeError):
     """The provider cannot be configured from here (a JVM already running, Spark Connect, bad option)."""
 

@@ -37,6 +37,7 @@ def configure(builder: BuilderT, **options: object) -> BuilderT:
             running without the jar (a live SparkContext, or one started and stopped earlier), so
             ``spark.jars`` can no longer take effect; or an option is invalid.
         TxStateJarNotFoundError: the jar cannot be found (see :func:`txstate_spark.jar_path`).
+        TxStateUnsupportedSparkError: no jar for the Spark that will run ($SPARK_HOME's, else pyspark's).
     """
     builder_options = _builder_options(builder)
     connect_reason = _spark_connect_reason(builder, builder_options)

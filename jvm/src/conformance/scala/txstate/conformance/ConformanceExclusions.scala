@@ -10,20 +10,11 @@ import org.apache.spark.io.{LZ4CompressionCodec, LZFCompressionCodec, SnappyComp
  * A `testWithAllCodec` test is listed by its base name: it stands for the 16 tests Spark registers
  * for it ("<name> - with codec <codec> - with colFamiliesEnabled=<true|false>").
  *
- * This runs Spark 4.2.0's tests jar (the newest on Maven Central) against the Spark 4.3.0 runtime.
+ * What only one Spark line excludes (tests its tests jar cannot run there) is in that line's
+ * `LineExclusions`, in jvm/src/conformance/scala-spark-<line>.
  */
 object ConformanceExclusions {
-  val byName: Map[String, String] = Map(
-    // Cannot link against Spark 4.3.0: ScalaTest aborts the whole suite on a LinkageError.
-    "StateStore.get" ->
-      "4.2.0 tests jar calls StateStore.removeFromLoadedProvidersAndClose(id, Option), which 4.3.0 no longer has",
-    "SPARK-34270: StateStoreMetrics.combine should not override individual metrics" ->
-      "4.2.0 tests jar calls new StateStoreCustomSizeMetric(String, String); 4.3.0's constructor takes a third argument",
-    "SPARK-35763: StateStoreCustomMetric withNewDesc and createSQLMetric" ->
-      "4.2.0 tests jar calls new StateStoreCustomSizeMetric(String, String); 4.3.0's constructor takes a third argument",
-    // Not about our provider: it runs Spark's HDFS provider (a 4.2.0 subclass of it), and fails for it too on 4.3.0.
-    "SPARK-48997: maintenance threads with exceptions unload only themselves" ->
-      "tests the HDFS provider's subclass from the 4.2.0 jar, not ours, and fails for it on 4.3.0 as well (stays loaded)",
+  val byName: Map[String, String] = LineExclusions.byName ++ Map(
     // Assert another provider's internals. Our own tests at the end of TxStateStoreConformanceSuite
     // check the rest of what each of them asserts.
     "SPARK-38320 - state store iterator behavior differences" ->

@@ -10,6 +10,7 @@ import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.execution.streaming.state.StateStoreTestsHelper.{dataToKeyRow, put, rowPairsToDataSet}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.StructType
+import org.scalatest.BeforeAndAfter
 
 import txstate.checkpoint.StoreCheckpoint
 import txstate.spark.TxStateStoreProvider
@@ -26,7 +27,12 @@ import txstate.spark.TxStateStoreProvider
  * asserting another provider's internals, one of them checks the rest of that test's contract, so
  * the exclusion hides no bug of ours; one more checks the exclusion list itself.
  */
-class TxStateStoreConformanceSuite extends StateStoreSuiteBase[TxStateStoreProvider] {
+class TxStateStoreConformanceSuite extends StateStoreSuiteBase[TxStateStoreProvider] with BeforeAndAfter {
+
+  // As Spark's own provider suites: every test starts and ends with no store loaded and no
+  // maintenance thread running (the SPARK-48997 test counts on a fresh maintenance interval).
+  before(StateStore.stop())
+  after(StateStore.stop())
 
   /**
    * SparkFunSuite registers a test named here as ignored. It matches whole names, and each
@@ -83,7 +89,7 @@ class TxStateStoreConformanceSuite extends StateStoreSuiteBase[TxStateStoreProvi
     newProvider(useColumnFamilies = useColumnFamilies)
 
   def newStoreProviderWithClonedConf(storeId: StateStoreId): TxStateStoreProvider =
-    newProvider(storeId, sqlConf = cloneSQLConf())
+    newProvider(storeId, sqlConf = defaultSQLConf) // the running test's SQLConf, cloned
 
   def newStoreProviderNoInit(): TxStateStoreProvider = new TxStateStoreProvider
 

@@ -4,8 +4,8 @@ import java.io.{DataInputStream, DataOutputStream, EOFException}
 import java.nio.charset.StandardCharsets.US_ASCII
 
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 
+import txstate.compat.CheckpointFileManager
 import txstate.engine.ChangeRecord
 
 /**

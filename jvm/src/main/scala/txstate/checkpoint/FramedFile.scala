@@ -6,7 +6,8 @@ import java.util.zip.{CRC32C, CheckedOutputStream}
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+
+import txstate.compat.CheckpointFileManager
 
 /**
  * The frame every txstate checkpoint file shares: four magic bytes, a format version, the body,

@@ -6,8 +6,9 @@ import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, Path, PathFilter, RawLocalFileSystem}
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
+
+import txstate.compat.CheckpointFileManager
+import txstate.compat.CheckpointFileManager.CancellableFSDataOutputStream
 
 /**
  * Checkpoint files on a local disk, written atomically with a temporary file and rename(2).
@@ -17,7 +18,7 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  * that fork/exec costing more than writing the changelog. Our files carry their own checksums, so
  * the `.crc` side files Hadoop's checksummed file system writes are not needed either.
  */
-final class LocalCheckpointFileManager(hadoopConf: Configuration) extends CheckpointFileManager {
+final class LocalCheckpointFileManager(hadoopConf: Configuration) extends CheckpointFileManager with java.io.Closeable {
   private val raw = {
     val fs = new RawLocalFileSystem()
     fs.initialize(URI.create("file:///"), hadoopConf)

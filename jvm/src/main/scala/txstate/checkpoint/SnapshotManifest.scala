@@ -4,7 +4,8 @@ import java.io.{DataInputStream, EOFException}
 import java.nio.charset.StandardCharsets.US_ASCII
 
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+
+import txstate.compat.CheckpointFileManager
 
 /**
  * One file of a snapshot: the RocksDB file name inside the checkpoint directory, the shared

@@ -5,8 +5,8 @@ import java.util.zip.CRC32C
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path, PathFilter}
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 
+import txstate.compat.CheckpointFileManager
 import txstate.engine.ChangeRecord
 
 /** A changelog or snapshot manifest found in the checkpoint: its version, id (if named) and path. */
@@ -154,7 +154,7 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
     (size, crc.getValue)
   }
 
-  def close(): Unit = files.close()
+  def close(): Unit = txstate.compat.closeCheckpointFiles(files)
 
   private def entries(suffix: String): Seq[CheckpointEntry] = {
     if (!files.exists(root)) Seq.empty

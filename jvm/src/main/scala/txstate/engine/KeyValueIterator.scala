@@ -12,9 +12,14 @@ final case class KeyValue(key: Array[Byte], value: Array[Byte])
 trait KeyValueIterator extends Iterator[KeyValue] with AutoCloseable
 
 object KeyValueIterator {
-  def empty: KeyValueIterator = new KeyValueIterator {
-    def hasNext: Boolean = false
-    def next(): KeyValue = throw new NoSuchElementException("txstate: iterator is exhausted")
+  def empty: KeyValueIterator = of(Vector.empty)
+
+  /** Rows already in memory. */
+  def of(rows: Seq[KeyValue]): KeyValueIterator = new KeyValueIterator {
+    private val it = rows.iterator
+    def hasNext: Boolean = it.hasNext
+    def next(): KeyValue =
+      if (it.hasNext) it.next() else throw new NoSuchElementException("txstate: iterator is exhausted")
     def close(): Unit = ()
   }
 }

@@ -26,8 +26,8 @@ final class RowCodec(
   private val valueFields = valueSchema.length
 
   def supportsPrefixScan: Boolean = keyEncoder.supportPrefixKeyScan
-  def supportsRangeScan: Boolean = keyEncoder.supportsRangeScan
-  def supportsDeleteRange: Boolean = keyEncoder.supportsDeleteRange
+  def supportsRangeScan: Boolean = KeyOrder.supportsRangeScan(keyEncoder, spec)
+  def supportsDeleteRange: Boolean = KeyOrder.supportsDeleteRange(keyEncoder, spec)
 
   /** Key columns a prefix-encoded family puts first in its byte order (0: not prefix-encoded). */
   def prefixKeyColumns: Int = spec match {

@@ -15,7 +15,12 @@ import txstate.store.{LoadPath, StoreBatch}
  * `commit()` makes it durable, `abort()` drops it.
  *
  * Read-only views (`getReadStore`) refuse writes; `upgradeReadStoreToWriteStore` hands their
- * batch to a writable store without reloading anything.
+ * batch to a writable store without reloading anything. After `commit()` the store still reads
+ * the version it made (Spark 4.0's contract, and complete output mode reads its state after the
+ * commit), as long as no later batch has moved the store on.
+ *
+ * One class for every Spark line: [[StoreApiOfOtherLines]] declares what a line's StateStore
+ * lacks (docs/ARCHITECTURE.md, "Spark lines").
  *
  * @param codecs  the provider's row codecs by column family (they outlive one batch)
  * @param events  what the provider learns from this store: a commit (to report to Spark's
@@ -28,7 +33,7 @@ private[spark] final class TxStateStore(
     idsInFileNames: Boolean,
     readOnly: Boolean,
     forceSnapshot: Boolean,
-    events: TxStateStore.Events) extends StateStore {
+    events: TxStateStore.Events) extends StateStore with StoreApiOfOtherLines {
 
   import TxStateStore._
 
@@ -222,12 +227,13 @@ private[spark] final class TxStateStore(
   // ---- internals ----------------------------------------------------------------------------
 
   private[spark] def isOpen: Boolean = state == Open
+  private[spark] def isReadOnly: Boolean = readOnly
 
   /** Gives this (read-only) store's transaction to a writable store; this one is then done. */
-  private[spark] def upgrade(): TxStateStore = {
+  private[spark] def upgrade(forceSnapshotOnCommit: Boolean): TxStateStore = {
     if (state != Open) throw TxStateErrors.closedStore("upgradeReadStoreToWriteStore", id, state.toString)
     state = Upgraded
-    new TxStateStore(id, tx, codecs, idsInFileNames, readOnly = false, forceSnapshot, events)
+    new TxStateStore(id, tx, codecs, idsInFileNames, readOnly = false, forceSnapshotOnCommit, events)
   }
 
   private def finish(next: Lifecycle): Unit = {
@@ -237,7 +243,10 @@ private[spark] final class TxStateStore(
 
   private def family(name: String, operation: String): (Int, RowCodec) = {
     // An upgraded read store stays readable: Spark reads through it while the write store writes.
-    if (state != Open && state != Upgraded) throw TxStateErrors.closedStore(operation, id, state.toString)
+    // A committed store reads its new version (the batch refuses once the store has moved on).
+    if (state != Open && state != Upgraded && state != Committed) {
+      throw TxStateErrors.closedStore(operation, id, state.toString)
+    }
     val familyId = familyIds.getOrElse(name, throw TxStateErrors.unknownColumnFamily(name, id, familyIds.keys))
     (familyId, codecs.get(name).getOrElse(
       throw TxStateErrors.unsupported(operation, id, s"column family '$name' has no schema registered in this task")))

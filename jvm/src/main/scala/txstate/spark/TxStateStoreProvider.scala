@@ -22,8 +22,12 @@ import txstate.store.{LoadRequest, StoreInstance}
  * that asks, and reports commits and snapshots to Spark's coordinator. Spark builds providers on
  * the driver only to read `supportedCustomMetrics`, so construction does nothing; all work waits
  * for `init`/`getStore`.
+ *
+ * The same class serves every Spark line: the members one line lacks are declared for it in
+ * [[ProviderApiOfOtherLines]] (docs/ARCHITECTURE.md, "Spark lines"), so `getStore` and
+ * `upgradeReadStoreToWriteStore` exist here in both their older and newer forms.
  */
-class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedReplay {
+class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLines with TxStateFineGrainedReplay {
   private val log = LoggerFactory.getLogger(classOf[TxStateStoreProvider])
 
   private var storeId: StateStoreId = _
@@ -36,6 +40,8 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
   @volatile private var closed = false
   private val inUse = new Semaphore(1)
   @volatile private var holder: Option[String] = None
+  // The store the holder has open: a task that opens another one takes it over (Spark 4.0).
+  @volatile private var held: Option[TxStateStore] = None
 
   override def init(
       stateStoreId: StateStoreId,
@@ -57,16 +63,21 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
 
   override def stateStoreId: StateStoreId = storeId
 
+  /** Spark 4.2+ (and our own callers on every line). */
   override def getStore(version: Long, checkpointId: Option[String], forceSnapshotOnCommit: Boolean,
-      loadEmpty: Boolean): StateStore =
+      loadEmpty: Boolean): TxStateStore =
     open(if (loadEmpty) LoadRequest.Empty(version) else LoadRequest.AtVersion(version, checkpointId),
       readOnly = false, forceSnapshotOnCommit)
 
-  override def getReadStore(version: Long, checkpointId: Option[String]): ReadStateStore =
+  /** Spark 4.0 and 4.1. */
+  override def getStore(version: Long, checkpointId: Option[String]): TxStateStore =
+    getStore(version, checkpointId, forceSnapshotOnCommit = false, loadEmpty = false)
+
+  override def getReadStore(version: Long, checkpointId: Option[String]): TxStateStore =
     open(LoadRequest.AtVersion(version, checkpointId), readOnly = true, forceSnapshot = false)
 
   /** State data source with `snapshotStartBatchId`: the snapshot of `snapshotVersion`, then changelogs. */
-  override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
+  def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore =
     open(LoadRequest.FromSnapshot(snapshotVersion, endVersion, endVersionStateStoreCkptId), readOnly, forceSnapshot = false)
 
@@ -94,9 +105,10 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     }
   }
 
+  /** Spark 4.2+: the batch of the read store goes on as a write store, nothing reloaded. */
   override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, checkpointId: Option[String],
-      forceSnapshotOnCommit: Boolean): StateStore = readStore match {
-    case ours: TxStateStore if ours.version == version && ours.isOpen => abortWhenTaskEnds(ours.upgrade())
+      forceSnapshotOnCommit: Boolean): TxStateStore = readStore match {
+    case ours: TxStateStore if ours.version == version && ours.isOpen => upgrade(ours, forceSnapshotOnCommit)
     case ours: TxStateStore =>
       ours.release()
       getStore(version, checkpointId, forceSnapshotOnCommit, loadEmpty = false)
@@ -104,6 +116,11 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
       throw TxStateErrors.unsupported("upgradeReadStoreToWriteStore", storeId,
         s"the read store is a ${other.getClass.getName}, not a txstate store")
   }
+
+  /** Spark 4.1. */
+  override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long,
+      checkpointId: Option[String]): TxStateStore =
+    upgradeReadStoreToWriteStore(readStore, version, checkpointId, forceSnapshotOnCommit = false)
 
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = TxStateMetrics.all
 
@@ -153,13 +170,25 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
 
   private def open(request: LoadRequest, readOnly: Boolean, forceSnapshot: Boolean): TxStateStore = {
     if (storeId == null) throw TxStateErrors.notInitialized()
+    heldByCaller match {
+      // Spark 4.0 has no upgradeReadStoreToWriteStore: an aggregation's task opens a read store,
+      // then a write store of the same version, and closes neither before the task ends.
+      case Some(read) if read.isReadOnly && !readOnly && loadsVersion(request, read.version) =>
+        return upgrade(read, forceSnapshot)
+      // The caller opens the store again without ending its earlier batch (Spark 4.0 has no
+      // release() for read stores): as in Spark's own providers, the newer one replaces it.
+      case Some(earlier) =>
+        log.info(s"txstate: $storeId opened again by ${callerName}; its earlier batch of version " +
+          s"${earlier.version} is dropped")
+        earlier.abort()
+      case None => ()
+    }
     acquire()
     try {
       val batch =
         try instance.openBatch(request)
         catch { case NonFatal(e) => throw TxStateErrors.cannotLoad(request.version, e) }
-      abortWhenTaskEnds(new TxStateStore(storeId, batch, codecs, conf.store.idsInFileNames, readOnly, forceSnapshot,
-        batchEvents))
+      hold(new TxStateStore(storeId, batch, codecs, conf.store.idsInFileNames, readOnly, forceSnapshot, batchEvents))
     } catch {
       case NonFatal(e) =>
         releaseHold()
@@ -168,29 +197,48 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
   }
 
   private val batchEvents = new TxStateStore.Events {
-    def committed(version: Long): Unit =
-      if (storeConf.commitValidationEnabled) StateStore.reportCommitToCoordinator(version, storeId, hadoopConf)
+    def committed(version: Long): Unit = TxStateCoordinator.reportCommit(storeConf, storeId, hadoopConf, version)
     def ended(): Unit = releaseHold()
   }
 
-  /** A task that fails between getStore and commit must not keep the store locked. */
-  private def abortWhenTaskEnds(store: TxStateStore): TxStateStore = {
+  private def upgrade(read: TxStateStore, forceSnapshotOnCommit: Boolean): TxStateStore =
+    hold(read.upgrade(forceSnapshotOnCommit))
+
+  /**
+   * `store` is the one the holder has open now. A task that fails between getStore and commit
+   * must not keep the store locked: the end of the task aborts it.
+   */
+  private def hold(store: TxStateStore): TxStateStore = {
+    held = Some(store)
     Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit] { _ =>
       if (store.isOpen) store.abort()
     })
     store
   }
 
+  private def loadsVersion(request: LoadRequest, version: Long): Boolean = request match {
+    case LoadRequest.AtVersion(v, _) => v == version
+    case _ => false
+  }
+
+  /** The open store of the task (or, outside tasks, the thread) calling now, if it holds one. */
+  private def heldByCaller: Option[TxStateStore] =
+    if (holder.contains(callerName)) held.filter(_.isOpen) else None
+
+  private def callerName: String =
+    Option(TaskContext.get()).fold(s"thread ${Thread.currentThread().getName}")(t =>
+      s"task ${t.taskAttemptId()} (stage ${t.stageId()}, partition ${t.partitionId()})")
+
   private def acquire(): Unit = {
     val waitMs = acquireWaitMs
     if (!inUse.tryAcquire(waitMs, TimeUnit.MILLISECONDS)) {
       throw TxStateErrors.busy(storeId, waitMs, holder.getOrElse("another task"))
     }
-    holder = Some(Option(TaskContext.get()).fold(Thread.currentThread().getName)(t =>
-      s"task ${t.taskAttemptId()} (stage ${t.stageId()}, partition ${t.partitionId()})"))
+    holder = Some(callerName)
   }
 
   private def releaseHold(): Unit = {
+    held = None
     holder = None
     inUse.release()
   }
@@ -200,7 +248,7 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     val inst = StoreInstance.open(LocalDirectories.claim(conf.localDir, storeId), storeId.storeCheckpointLocation(),
       hadoopConf, conf.store, storeId.toString)
     instanceOpt = Some(inst)
-    LiveStores.register(storeId, TxStateSparkBridge.runId(hadoopConf), this)
+    LiveStores.register(storeId, TxStateCoordinator.runId(hadoopConf), this)
     writeSchemaFile()
     inst
   }
@@ -214,7 +262,7 @@ class TxStateStoreProvider extends StateStoreProvider with TxStateFineGrainedRep
     }
 
   private def reportSnapshotUploaded(version: Long): Unit =
-    try TxStateSparkBridge.reportSnapshotUploaded(storeId, hadoopConf, version)
+    try TxStateCoordinator.reportSnapshotUploaded(storeId, hadoopConf, version)
     catch {
       case NonFatal(e) => log.warn(s"txstate: could not report the snapshot of version $version of $storeId to " +
         "Spark's coordinator; it may report this store as lagging", e)

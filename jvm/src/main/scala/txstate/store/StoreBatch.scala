@@ -1,12 +1,16 @@
 package txstate.store
 
-import txstate.engine.{CommitPoint, KeyRange, KeyValueIterator, Transaction}
+import txstate.engine.{CommitPoint, CommittedView, KeyRange, KeyValueIterator, Transaction}
 
 /**
  * One micro-batch of one store instance: the handle the Spark adapter reads and writes through.
  * Reads see the batch's own writes. Past the instance's [[UncommittedLimits]], a write moves the
  * buffer out of memory (an early commit). The batch ends exactly once: `commit`, `abort`, or
  * `discard` (a read-only batch); the instance may then close if Spark asked it to meanwhile.
+ *
+ * After `commit`, reads see the version it made, from the instance's committed view, until a
+ * later batch moves the instance on (Spark 4.0 reads a store after committing it). Those reads
+ * copy what they return; iterators hold their whole range in memory.
  *
  * The batch owns its early-commit bookkeeping (the attempt's checkpoint id and segment count);
  * the engine only holds the native view that undoing them needs.
@@ -41,14 +45,17 @@ final class StoreBatch private[store] (
   /** Native memory of the instance now, or as of the commit once the batch has ended. */
   def nativeMemoryBytes: Long = if (isOpen) owner.nativeMemoryUsed else statsSoFar.nativeMemoryBytes
 
-  def get(key: Array[Byte]): Option[Array[Byte]] = { ensureOpen("get"); tx.get(key) }
-  def exists(key: Array[Byte]): Boolean = { ensureOpen("exists"); tx.exists(key) }
+  def get(key: Array[Byte]): Option[Array[Byte]] = read("get")(tx.get(key), _.get(key))
+  def exists(key: Array[Byte]): Boolean = get(key).isDefined
 
   /** Each key's value, in key order (see [[Transaction.getAll]]). */
-  def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = { ensureOpen("getAll"); tx.getAll(keys) }
+  def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = read("getAll")(tx.getAll(keys), view => keys.map(view.get))
 
   /** Live rows in `range`, in key order; closed for the caller when the batch ends. */
-  def iterator(range: KeyRange): KeyValueIterator = { ensureOpen("iterator"); tx.iterator(range) }
+  def iterator(range: KeyRange): KeyValueIterator = read("iterator")(tx.iterator(range), { view =>
+    val rows = view.range(range)
+    try KeyValueIterator.of(rows.toVector) finally rows.close()
+  })
 
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
     ensureOpen("put")
@@ -121,6 +128,18 @@ final class StoreBatch private[store] (
     attempt = None
     owner.batchEnded()
   }
+
+  /** `open` while the batch is open; after its commit, `committed` on the version it made. */
+  private def read[T](operation: String)(open: => T, committed: CommittedView => T): T =
+    if (isOpen) open
+    else {
+      val made = statsSoFar.commit.map(_.point)
+      if (made.isEmpty) ensureOpen(operation)
+      owner.readCommittedView(committedReadWaitMs)(view => if (made.contains(view.point)) Some(committed(view)) else None)
+        .flatten.getOrElse(throw StoreErrors.batchEnded(owner.label, operation, "committed, and the store has moved on since"))
+    }
+
+  private def committedReadWaitMs = 10000L
 
   private def ensureOpen(operation: String): Unit =
     ended.foreach(how => throw StoreErrors.batchEnded(owner.label, operation, how))

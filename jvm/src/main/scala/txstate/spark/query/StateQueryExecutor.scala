@@ -7,9 +7,9 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.SparkEnv
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.execution.streaming.state.{StateStoreId, TxStateSparkBridge}
 
+import txstate.compat.StreamingQueryWrapper
 import txstate.engine.CommitPoint
 import txstate.spark.{LiveStores, RowCodec}
 

@@ -27,18 +27,3 @@ object TxStateChangeDataReader {
   val delete: RecordType.Value = RecordType.DELETE_RECORD
 }
 
-/**
- * Spark's fine-grained replay contract with its change reader expressed as a plain iterator, so a
- * provider outside Spark's package can implement it.
- */
-trait TxStateFineGrainedReplay extends SupportsFineGrainedReplay {
-  /** (record type, key, value or null, batch id) of versions `startVersion` to `endVersion`. */
-  def changeFeed(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
-      endVersionStateStoreCkptId: Option[String]): Iterator[(RecordType.Value, UnsafeRow, UnsafeRow, Long)]
-
-  final override def getStateStoreChangeDataReader(startVersion: Long, endVersion: Long,
-      colFamilyNameOpt: Option[String], endVersionStateStoreCkptId: Option[String])
-      : NextIterator[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] =
-    new TxStateChangeDataReader(changeFeed(startVersion, endVersion, colFamilyNameOpt, endVersionStateStoreCkptId),
-      () => ())
-}

@@ -2,30 +2,17 @@ package org.apache.spark.sql.execution.streaming.state
 
 import java.util.UUID
 
-import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.errors.QueryExecutionErrors
 
 /**
- * The package-private Spark calls txstate needs, and nothing else: which query run a provider
- * serves, telling the state store coordinator that a snapshot was uploaded (without it, Spark
- * reports the store as lagging and forces snapshots), asking it which executor holds a store
- * (interactive queries), and Spark's own error classes where its provider contract expects them
- * (`TxStateErrors` decides when). Lives in Spark's package only for access.
+ * The package-private Spark calls txstate needs that are the same on every Spark line: asking the
+ * coordinator which executor holds a store (interactive queries), and Spark's own error classes
+ * where its provider contract expects them (`TxStateErrors` decides when). What differs by line is
+ * in `TxStateCoordinator`. Lives in Spark's package only for access.
  */
 object TxStateSparkBridge {
-  /** The query run a provider serves; None outside a streaming query (Spark asserts it is set). */
-  def runId(hadoopConf: Configuration): Option[UUID] =
-    try Option(StateStoreProvider.getRunId(hadoopConf)).map(UUID.fromString)
-    catch { case _: AssertionError => None }
-
-  def reportSnapshotUploaded(storeId: StateStoreId, hadoopConf: Configuration, version: Long): Unit =
-    runId(hadoopConf).foreach { id =>
-      val providerId = StateStoreProviderId(storeId, id)
-      StateStoreProvider.coordinatorRef.foreach(_.snapshotUploaded(providerId, version, System.currentTimeMillis()))
-    }
-
   /** A negative version: Spark's `CANNOT_LOAD_STATE_STORE.UNEXPECTED_VERSION`. */
   def unexpectedVersion(version: Long): Throwable = QueryExecutionErrors.unexpectedStateStoreVersion(version)
 

@@ -1,0 +1,28 @@
+package org.apache.spark.sql.execution.streaming.state
+
+import java.util.UUID
+
+import scala.util.Try
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.TaskContext
+
+/**
+ * What a provider tells Spark 4.0's state store coordinator, and which query run it serves
+ * (docs/ARCHITECTURE.md, "Spark lines"). 4.0's coordinator tracks neither snapshot uploads nor
+ * commits (both came in 4.1), so there is nothing to report.
+ */
+object TxStateCoordinator {
+  /** Spark 4.0 sets the run id as a task property, and tests (like 4.1+) in the Hadoop configuration. */
+  def runId(hadoopConf: Configuration): Option[UUID] =
+    Option(hadoopConf.get(runIdKey))
+      .orElse(Option(TaskContext.get()).flatMap(task => Option(task.getLocalProperty(runIdKey))))
+      .flatMap(id => Try(UUID.fromString(id)).toOption)
+
+  def reportSnapshotUploaded(storeId: StateStoreId, hadoopConf: Configuration, version: Long): Unit = ()
+
+  def reportCommit(storeConf: StateStoreConf, storeId: StateStoreId, hadoopConf: Configuration, version: Long): Unit = ()
+
+  /** StreamExecution.RUN_ID_KEY. */
+  private val runIdKey = "sql.streaming.runId"
+}
