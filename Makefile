@@ -44,7 +44,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo test test-jvm test-python test-lines conformance jar wheel venv venvs bench bench-quick clean \
+.PHONY: demo test test-jvm test-python test-lines conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots
 
 venv: $(VENV)/.installed
@@ -62,6 +62,7 @@ $(VENV)-%/.installed: requirements-dev.txt project/spark-lines.tsv
 	$(VENV)-$*/bin/python -m pip install --quiet pyspark==$(call pyspark_of,$*) -r $(VENV)-$*/requirements.txt
 	touch $@
 venvs: $(foreach line,$(LINES),$(call venv_of,$(line))/.installed)
+older-venvs: $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
 
 # One sbt run packages every line (`make jar SPARK=4.1`: that line only).
 $(JARS_BUILT): $(VENV)/.installed $(SCALA_SOURCES)
@@ -83,9 +84,15 @@ $(WHEEL): $(JARS_BUILT) $(PY_SOURCES) python/pyproject.toml
 	rm -rf python/txstate_spark/jars python/build python/*.egg-info
 
 demo: $(JARS_BUILT) $(call venv_of,$(LINE))/.installed
-	PYSPARK_PYTHON=$(CURDIR)/$(VPY) PYSPARK_DRIVER_PYTHON=$(CURDIR)/$(VPY) $(VPY) demo/streaming_demo.py
+	$(VPY) demo/streaming_demo.py
 
-test: test-jvm conformance test-python test-lines
+# The older lines' venvs install (mostly download and disk, little CPU) while sbt and pytest run.
+test: $(VENV)/.installed
+	@mkdir -p target
+	$(MAKE) --no-print-directory older-venvs > target/older-venvs.log 2>&1 & venvs=$$!; \
+	  $(MAKE) --no-print-directory test-jvm conformance test-python; status=$$?; \
+	  wait $$venvs || { cat target/older-venvs.log; echo "make test: installing the older lines' venvs failed" >&2; exit 1; }; \
+	  [ $$status -eq 0 ] && $(MAKE) --no-print-directory test-lines
 
 # The Scala tests on every line.
 test-jvm: $(VENV)/.installed

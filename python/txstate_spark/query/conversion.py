@@ -38,6 +38,11 @@ _INT_RANGES = {
 _SPECIAL_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
+
+def _types_of_newer_pyspark(types: Any, *names: str) -> tuple:
+    """The named pyspark types this pyspark has (TimeType came with pyspark 4.1): none is an empty tuple."""
+    return tuple(getattr(types, name) for name in names if hasattr(types, name))
+
 def schema_from_json(obj: Mapping[str, Any]) -> "StructType":
     """A ``StructType`` from Spark's ``StructType.json`` form (as the store description carries it)."""
     from pyspark.sql.types import StructType
@@ -194,7 +199,7 @@ def _encode(data_type: "DataType", value: Any, path: str, nullable: bool) -> Jso
         if isinstance(value, dt.timedelta):
             return data_type.toInternal(value)
         raise _wrong(path, data_type, value)
-    if isinstance(data_type, T.TimeType):
+    if isinstance(data_type, _types_of_newer_pyspark(T, "TimeType")):
         if isinstance(value, dt.time):
             return data_type.toInternal(value)
         raise _wrong(path, data_type, value)
@@ -309,7 +314,8 @@ def _internal_decoder(data_type: "DataType", path: str) -> Decoder:  # noqa: C90
         return nullable(lambda data: bytearray(base64.b64decode(data)))
     if isinstance(data_type, T.DecimalType):
         return nullable(lambda data: decimal.Decimal(str(data)))
-    if isinstance(data_type, (T.DateType, T.TimestampType, T.TimestampNTZType, T.DayTimeIntervalType, T.TimeType)):
+    if isinstance(data_type, (T.DateType, T.TimestampType, T.TimestampNTZType, T.DayTimeIntervalType)
+                  + _types_of_newer_pyspark(T, "TimeType")):
         return nullable(int)
     if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType, T.StringType,
                               T.CharType, T.VarcharType, T.NullType)):

@@ -214,7 +214,10 @@ private[spark] final class TxStateStore(
       TxStateMetrics.snapshotReusedBytes -> stats.snapshotActivity.reusedBytes,
       TxStateMetrics.snapshotLagVersions -> stats.snapshotLagVersions,
       TxStateMetrics.forceSnapshotCount -> (if (forceSnapshot && stats.commit.isDefined) 1L else 0L))
-    StateStoreMetrics(tx.numKeys - registryRows, tx.uncommittedBytes + nativeMemory, custom)
+    // The newest uploaded snapshot once this batch committed (none uploaded yet: not reported).
+    val lastSnapshot = stats.commit.map(_.point.version - stats.snapshotLagVersions).filter(_ > 0)
+    InstanceMetrics.withSnapshotVersion(
+      StateStoreMetrics(tx.numKeys - registryRows, tx.uncommittedBytes + nativeMemory, custom), id, lastSnapshot)
   }
 
   /** After a commit: the new version and id built on the base; before it, the loaded version. */

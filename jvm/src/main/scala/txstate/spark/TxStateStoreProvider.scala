@@ -27,7 +27,8 @@ import txstate.store.{LoadRequest, StoreInstance}
  * [[ProviderApiOfOtherLines]] (docs/ARCHITECTURE.md, "Spark lines"), so `getStore` and
  * `upgradeReadStoreToWriteStore` exist here in both their older and newer forms.
  */
-class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLines with TxStateFineGrainedReplay {
+class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLines with ProviderInstanceMetrics
+    with TxStateFineGrainedReplay {
   private val log = LoggerFactory.getLogger(classOf[TxStateStoreProvider])
 
   private var storeId: StateStoreId = _
