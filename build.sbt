@@ -169,7 +169,7 @@ lazy val bench = (project in file("bench"))
   .settings(
     name := "txstate-spark-bench",
     publish / skip := true,
-    Compile / scalaSource := baseDirectory.value / "src" / "main" / "scala",
+    Compile / unmanagedSourceDirectories := versionFolders(baseDirectory.value / "src" / "main", benchLine),
     scalacOptions := Seq("-deprecation", "-feature", "-release:17"),
     libraryDependencies += "org.rocksdb" % "rocksdbjni" % rocksdbVersion,
     run / fork := true,

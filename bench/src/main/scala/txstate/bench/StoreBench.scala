@@ -8,9 +8,7 @@ import java.time.format.DateTimeFormatter
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.SparkEnv
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
 
 /**
  * The store-level benchmark: txstate against Spark's built-in state store providers and against
@@ -42,7 +40,7 @@ object StoreBench {
     spark.sparkContext.setLogLevel("WARN")
     // The driver's StateStoreCoordinator, as a running streaming query would have it: Spark's
     // providers report to it (snapshot uploads, active instances) and warn when it is missing.
-    StateStoreCoordinatorRef.forDriver(SparkEnv.get, spark.sessionState.conf)
+    DriverCoordinator.start(spark)
     val hadoopConf = spark.sparkContext.hadoopConfiguration
 
     try {

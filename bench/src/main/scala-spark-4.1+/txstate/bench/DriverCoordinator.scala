@@ -1,0 +1,10 @@
+package txstate.bench
+
+import org.apache.spark.SparkEnv
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
+
+/** Starts the driver's StateStoreCoordinator, as a running streaming query has it (Spark 4.1+'s signature). */
+object DriverCoordinator {
+  def start(spark: SparkSession): Unit = StateStoreCoordinatorRef.forDriver(SparkEnv.get, spark.sessionState.conf)
+}
