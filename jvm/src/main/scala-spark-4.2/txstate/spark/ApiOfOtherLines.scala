@@ -5,8 +5,9 @@ import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
 /**
- * StateStore members that Spark 4.3 has and 4.2 lacks, declared here so the shared TxStateStore implements
- * them with `override` on every line (docs/ARCHITECTURE.md, "Spark lines"). Spark 4.2 never calls it.
+ * The StateStore member Spark 4.3 has and 4.2 lacks, declared here so the shared TxStateStore
+ * implements it with `override` on every line (docs/ARCHITECTURE.md, "Spark lines"). Spark 4.2
+ * never calls it.
  */
 trait StoreApiOfOtherLines {
   def registerColFamily(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
