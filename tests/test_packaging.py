@@ -631,3 +631,48 @@ def test_configure_accepts_a_running_jvm_that_already_loads_the_provider(
         pytest.skip(f"{PROVIDER_ENTRY} is not in {JAR_NAME} yet")
     # e.g. the jar installed as a cluster library: configure() only sets the settings on the live session
     assert result["reconfigured"] == "16", result["reconfigured"]
+
+
+def test_configure_from_the_installed_wheel_runs_a_stateful_query_with_exact_counts(
+    installed_wheel: Dict[str, str], tmp_path: Path
+) -> None:
+    # What a user does: the wheel installed, configure(), a stateful query. Runs on every Spark line
+    # CI tests (each in its own venv), so the wheel's jar choice is checked against a real Spark.
+    words = [f"w{(i * 7) % 13}" for i in range(500)]
+    source = tmp_path / "input"
+    source.mkdir()
+    for part in range(3):
+        (source / f"part-{part}.txt").write_text("\n".join(words[part::3]) + "\n")
+    env = child_env(PYTHONPATH=installed_wheel["purelib"], TXSTATE_SPARK_JAR=None)
+    result = run_script(
+        """
+        import json, sys
+        from pyspark.sql import SparkSession
+        import txstate_spark
+
+        spark = txstate_spark.configure(
+            SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")).getOrCreate()
+        counts = (spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(sys.argv[1])
+                  .groupBy("value").count())
+        query = (counts.writeStream.format("memory").queryName("counts").outputMode("complete")
+                 .option("checkpointLocation", sys.argv[2]).trigger(availableNow=True).start())
+        query.awaitTermination()
+        metrics = query.lastProgress["stateOperators"][0]["customMetrics"]
+        print(json.dumps({
+            "jar": txstate_spark.jar_path(),
+            "counts": {r["value"]: r["count"] for r in spark.table("counts").collect()},
+            "batches": len(query.recentProgress),
+            "txstate_metrics": sorted(k for k in metrics if k.startswith("txstate")),
+        }))
+        spark.stop()
+        """.replace("sys.argv[1]", repr(str(source))).replace("sys.argv[2]", repr(str(tmp_path / "checkpoint"))),
+        env,
+    )
+    assert result["jar"] == os.path.join(installed_wheel["purelib"], "txstate_spark", "jars", JAR_NAME)
+    expected: Dict[str, int] = {}
+    for word in words:
+        expected[word] = expected.get(word, 0) + 1
+    assert result["counts"] == expected
+    assert result["batches"] >= 3, "one batch per file: the state must carry across batches"
+    assert "txstateCommitLatencyMs" in result["txstate_metrics"], result["txstate_metrics"]
