@@ -128,12 +128,17 @@ def test_sixty_batches_keep_exactly_what_min_batches_to_retain_needs_and_restart
     (stores,) = listings
     print(f"after {LONG_RUN_BATCHES} batches: {describe_listing(stores)}")
     assert len(stores) == 2, describe_listing(stores)
+    # Off the interval only where Spark forced a snapshot (forceSnapshotOnCommit: its coordinator
+    # saw a store's uploads lag), and each forced commit makes at most one.
+    forced = sum(custom_metric(output.progress[b], "forceSnapshotCount") for b in output.run_batch_ids[0])
+    off_interval = [v for store in stores for v in store.snapshots if v % SNAPSHOT_EVERY]
+    assert len(off_interval) <= forced, (
+        f"snapshots off the interval {off_interval}, but Spark forced {forced}: {describe_listing(stores)}")
     for store in stores:
         where = f"{store.path}: {describe_listing([store])}"
         latest = store.latest
         assert latest == LONG_RUN_BATCHES, where
         assert store.snapshots, f"no snapshot manifest: {where}"
-        assert all(v % SNAPSHOT_EVERY == 0 for v in store.snapshots), f"snapshot off the interval: {where}"
         oldest_to_keep = latest - RETAIN + 1
         versions = sorted(store.changelogs)
         # Every version from latest-19 on stays loadable from its changelog (or a snapshot below it).
