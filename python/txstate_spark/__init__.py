@@ -5,6 +5,7 @@ wheel bundles). This package only finds that jar and wires it into Spark:
 
 * :func:`configure` - a ``SparkSession.Builder`` helper (classic PySpark, before the first session);
 * :func:`submit_args` - ``spark-submit`` / ``pyspark`` flags (also ``python -m txstate_spark submit-args``);
+* :func:`migrate` - move a stopped query's state to another provider (also ``python -m txstate_spark migrate``);
 * :func:`jar_path` - the jar itself (``python -m txstate_spark jar``), e.g. for a cluster library;
   one jar per Spark line, picked for the Spark that will run (:func:`supported_lines`).
 
@@ -17,9 +18,11 @@ from txstate_spark.errors import (
     TxStateConfigurationError,
     TxStateError,
     TxStateJarNotFoundError,
+    TxStateMigrationError,
     TxStateUnsupportedSparkError,
 )
 from txstate_spark.jar import jar_path, supported_lines
+from txstate_spark.migration import MigrationReport, migrate
 from txstate_spark.session import configure
 from txstate_spark.settings import KNOWN_SETTINGS, setting_key, spark_settings
 from txstate_spark.submit import submit_args
@@ -31,11 +34,14 @@ __all__ = [
     "SETTINGS_PREFIX",
     "TxStateConfigurationError",
     "TxStateError",
+    "MigrationReport",
     "TxStateJarNotFoundError",
+    "TxStateMigrationError",
     "TxStateUnsupportedSparkError",
     "__version__",
     "configure",
     "jar_path",
+    "migrate",
     "setting_key",
     "spark_settings",
     "submit_args",

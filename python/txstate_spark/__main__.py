@@ -1,17 +1,21 @@
-"""``python -m txstate_spark``: print the jar path or the spark-submit flags.
+"""``python -m txstate_spark``: print the jar path or the spark-submit flags, or migrate a checkpoint.
 
     python -m txstate_spark jar [--spark LINE]
     python -m txstate_spark submit-args [--spark LINE] [--option NAME=VALUE ...]
+    python -m txstate_spark migrate CHECKPOINT --to {txstate,rocksdb,hdfs} [--dry-run] [--undo] ...
 """
 
 import argparse
+import dataclasses
+import json
 import shlex
 import sys
 from typing import Dict, List, Optional
 
 from txstate_spark._version import __version__
-from txstate_spark.errors import TxStateError
+from txstate_spark.errors import TxStateError, TxStateMigrationError
 from txstate_spark.jar import jar_path, supported_lines
+from txstate_spark.migration import DEFAULT_ACTIVE_WINDOW_SECONDS, DESTINATIONS
 from txstate_spark.settings import KNOWN_SETTINGS
 from txstate_spark.submit import submit_args
 
@@ -57,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
         "spark.sql.streaming.stateStore.txstate.<camelCaseName>); repeatable. Settings: "
         + ", ".join(KNOWN_SETTINGS),
     )
+    _add_migrate(commands)
     for command in (jar, submit):
         command.add_argument(
             "--spark",
@@ -68,10 +73,45 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_migrate(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    migrate = commands.add_parser(
+        "migrate",
+        help="move a stopped query's state to another state store provider (or undo that)",
+        description="Move the state of a stopped streaming query to another state store provider, so "
+        "the query, restarted unchanged, goes on with exactly the state it had. Starts a local Spark "
+        "session with the txstate jar. The checkpoint's metadata is saved to "
+        "CHECKPOINT/_txstate_migration/<time>/ first; the switch is the last step.",
+    )
+    migrate.add_argument("checkpoint", metavar="CHECKPOINT", help="the query's checkpointLocation (path or URI)")
+    migrate.add_argument("--to", choices=DESTINATIONS, help="the destination provider")
+    migrate.add_argument("--partitions", type=int, metavar="N", help="rescale to N state partitions (not available yet)")
+    migrate.add_argument("--dry-run", action="store_true", help="print the plan and row counts, change nothing")
+    migrate.add_argument("--undo", action="store_true", help="restore the provider the newest migration replaced")
+    migrate.add_argument("--active-window", type=int, default=DEFAULT_ACTIVE_WINDOW_SECONDS, metavar="SECONDS",
+                         help="refuse if the query wrote its logs less than this long ago (0: skip the check; "
+                         f"default {DEFAULT_ACTIVE_WINDOW_SECONDS})")
+    migrate.add_argument("--rollback-uncommitted", action="store_true",
+                         help="set aside offsets of a batch that never committed instead of refusing")
+    migrate.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _run_migrate(args: argparse.Namespace) -> int:
+    if not args.undo and args.to is None:
+        print("txstate-spark: error: migrate needs --to (txstate, rocksdb or hdfs) or --undo", file=sys.stderr)
+        return 2
+    from txstate_spark.migrate_cli import run_in_local_session
+
+    report = run_in_local_session(args)
+    print(json.dumps(dataclasses.asdict(report)) if args.json else report.summary())
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the command line; return the process exit status."""
     args = _parser().parse_args(argv)
     try:
+        if args.command == "migrate":
+            return _run_migrate(args)
         if args.command == "jar":
             print(jar_path(args.spark))
         else:
@@ -79,6 +119,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             for name, value in args.option:
                 options[name] = value
             print(shlex.join(submit_args(args.spark, **options)))
+    except TxStateMigrationError as error:
+        print(f"txstate-spark: migrate refused: {error}", file=sys.stderr)
+        return 2
     except TxStateError as error:
         print(f"txstate-spark: error: {error}", file=sys.stderr)
         return 1

@@ -26,3 +26,11 @@ class StateQueryError(TxStateError, ValueError):
     session (Spark Connect). Partition failures themselves are results, not exceptions: see
     ``QueryResult.is_success`` and ``QueryResult.failure_reason``.
     """
+
+
+class TxStateMigrationError(TxStateError, RuntimeError):
+    """``migrate`` refused or failed (the JVM's ``[TXSTATE_MIGRATION_...]`` message, kept whole).
+
+    Refusals leave the checkpoint unchanged; the message says what to do (stop the query, roll
+    back uncommitted offsets, use another destination...).
+    """

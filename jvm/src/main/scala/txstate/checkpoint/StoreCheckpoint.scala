@@ -17,7 +17,8 @@ final case class CheckpointEntry(version: Long, id: Option[String], path: Path, 
  * (docs/ARCHITECTURE.md, "Files in a checkpoint"):
  * - `<version>.txlog` (checkpoint format v1) or `<version>_<checkpointId>.txlog` (format v2);
  * - `<version>_<checkpointId>-<k>.txseg`: the k-th early-commit segment of an open version;
- * - `<version>_<checkpointId>.snapshot`: a snapshot manifest;
+ * - `<version>_<checkpointId>.snapshot`: a snapshot manifest (or `<version>.<checkpointId>.txsnapshot`
+ *   beside Spark's HDFS provider, see [[SnapshotNames]]);
  * - `sst/<uuid>-<rocksdb file name>`: RocksDB files, shared by every snapshot that contains them.
  *
  * `idInName` parameters are the checkpoint id as it appears in a changelog's file name: Some under
@@ -33,7 +34,7 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
   /** The k-th early-commit segment (k from 1) of the open version's commit attempt `checkpointId`. */
   def segmentPath(version: Long, checkpointId: String, k: Int): Path = new Path(root, s"${version}_$checkpointId-$k.txseg")
 
-  def snapshotPath(version: Long, checkpointId: String): Path = new Path(root, s"${version}_$checkpointId.snapshot")
+  def snapshotPath(version: Long, checkpointId: String): Path = new Path(root, SnapshotNames.written(version, checkpointId))
 
   @volatile private var rootExists = false
 
@@ -78,13 +79,18 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
 
   def changelogs(): Seq[CheckpointEntry] = entries(".txlog")
   def segments(): Seq[CheckpointEntry] = entries(".txseg")
-  def snapshots(): Seq[CheckpointEntry] = entries(".snapshot")
+  /** txstate's manifests: always named with a checkpoint id (Spark's HDFS provider's `<version>.snapshot` is not ours). */
+  def snapshots(): Seq[CheckpointEntry] =
+    (entries(SnapshotNames.writtenSuffix) ++ entries(SnapshotNames.besideHdfsSuffix)).filter(_.id.isDefined)
 
   def writeManifest(manifest: SnapshotManifest): Unit =
     SnapshotManifest.write(files, snapshotPath(manifest.version, manifest.checkpointId), manifest)
 
-  def readManifest(version: Long, checkpointId: String): SnapshotManifest =
-    SnapshotManifest.read(files, snapshotPath(version, checkpointId))
+  def readManifest(version: Long, checkpointId: String): SnapshotManifest = {
+    val written = snapshotPath(version, checkpointId)
+    val renamed = new Path(root, SnapshotNames.besideHdfs(version, checkpointId))
+    SnapshotManifest.read(files, if (!files.exists(written) && files.exists(renamed)) renamed else written)
+  }
 
   @volatile private var sstDirExists = false
 
@@ -162,7 +168,8 @@ final class StoreCheckpoint(val root: Path, hadoopConf: Configuration) extends A
       val filter: PathFilter = (p: Path) => p.getName.endsWith(suffix)
       files.list(root, filter).toSeq.flatMap { status =>
         val stem = status.getPath.getName.stripSuffix(suffix)
-        val (versionText, id) = stem.indexOf('_') match {
+        // `<version>_<id>`, or `<version>.<id>` for a manifest renamed by migrate (SnapshotNames).
+        val (versionText, id) = stem.indexWhere(c => c == '_' || c == '.') match {
           case -1 => (stem, None)
           case i => (stem.substring(0, i), Some(stem.substring(i + 1)))
         }

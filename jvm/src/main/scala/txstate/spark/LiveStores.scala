@@ -3,6 +3,8 @@ package txstate.spark
 import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
@@ -35,6 +37,22 @@ object LiveStores {
       case Nil => null
       case rest => rest
     })
+
+  /**
+   * Hands every store under `stateRoot` loaded in this JVM back to its checkpoint, for a checkpoint
+   * about to change hands (migrate): each provider uploads what it has staged and closes, so no
+   * stopped query's provider writes there later. Returns how many were released.
+   */
+  def releaseAll(stateRoot: String): Int = {
+    val root = normalize(stateRoot)
+    val providers = registrations.asScala.toSeq.collect { case (k, regs) if k.stateRoot == root => regs.map(_.provider) }
+      .flatten.distinct
+    providers.foreach { p =>
+      p.doMaintenance()
+      p.close()
+    }
+    providers.size
+  }
 
   /** The provider serving `key` for query run `runId` in this JVM. */
   def find(key: InstanceKey, runId: UUID): Option[TxStateStoreProvider] =

@@ -6,11 +6,8 @@ import scala.util.Using
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
-import org.json4s.{JArray, JInt, JObject, JString, JValue}
-import org.json4s.jackson.JsonMethods
-import org.slf4j.LoggerFactory
 
-import txstate.spark.{LiveStores, StoreSchema, StoreSchemaFile}
+import txstate.spark.{LiveStores, SparkOperatorMetadata, StoreSchema, StoreSchemaFile}
 
 /** A resolved store set: where it lives, how many partitions it has, and how its rows are encoded. */
 final case class StoreDescription(
@@ -53,7 +50,7 @@ object StoreLocator {
       throw QueryErrors.unknownCheckpoint(root.toString)
     }
     val stateRoot = new Path(root, "state")
-    val operators = numericChildren(fs, stateRoot).map(id => id -> OperatorMetadata.read(fs, new Path(stateRoot, id.toString)))
+    val operators = numericChildren(fs, stateRoot).map(id => id -> SparkOperatorMetadata.read(fs, new Path(stateRoot, id.toString)))
     if (operators.isEmpty) {
       throw QueryErrors.unknownOperator(
         s"checkpoint $root has no state yet ($stateRoot has no operator directories); " +
@@ -127,51 +124,4 @@ object StoreLocator {
     if (!fs.exists(dir)) Nil
     else fs.listStatus(dir).toSeq.filter(s => if (files) s.isFile else s.isDirectory)
       .flatMap(_.getPath.getName.toLongOption).sorted
-}
-
-/** What Spark's operator metadata says about one operator: its name and each store's partitions. */
-private final case class OperatorMetadata(name: Option[String], partitionsByStore: Map[String, Int])
-
-private object OperatorMetadata {
-  private val log = LoggerFactory.getLogger(getClass)
-  private val none = OperatorMetadata(None, Map.empty)
-
-  /** Version 1 lives in `_metadata/metadata`, version 2 in `_metadata/v2/<batch>` (newest wins). */
-  def read(fs: FileSystem, operatorDir: Path): OperatorMetadata = {
-    val v1 = new Path(operatorDir, "_metadata/metadata")
-    val v2Dir = new Path(operatorDir, "_metadata/v2")
-    val file =
-      if (fs.exists(v2Dir)) {
-        fs.listStatus(v2Dir).toSeq.flatMap(s => s.getPath.getName.toLongOption.map(_ -> s.getPath)).maxByOption(_._1)
-          .map(_._2).orElse(Some(v1).filter(fs.exists))
-      } else Some(v1).filter(fs.exists)
-    file.fold(none) { f =>
-      val text = Using.resource(fs.open(f))(in => new String(in.readAllBytes(), UTF_8))
-      // Line 1 is the format version ("v1", "v2"); the rest is one JSON object.
-      val json = text.linesIterator.drop(1).mkString("\n")
-      try parse(JsonMethods.parse(json))
-      catch {
-        case e: Exception =>
-          log.warn(s"txstate: ignoring Spark's operator metadata $f, which cannot be parsed: $e")
-          none
-      }
-    }
-  }
-
-  private def parse(json: JValue): OperatorMetadata = {
-    val name = (json \ "operatorInfo" \ "operatorName") match {
-      case JString(n) => Some(n)
-      case _ => None
-    }
-    val stores = (json \ "stateStoreInfo") match {
-      case JArray(items) => items.collect { case store: JObject =>
-        ((store \ "storeName"), (store \ "numPartitions")) match {
-          case (JString(s), JInt(n)) => Some(s -> n.toInt)
-          case _ => None
-        }
-      }.flatten.toMap
-      case _ => Map.empty[String, Int]
-    }
-    OperatorMetadata(name, stores)
-  }
 }

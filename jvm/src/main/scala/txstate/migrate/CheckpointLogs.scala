@@ -1,0 +1,94 @@
+package txstate.migrate
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.util.Using
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.json4s.{JObject, JString}
+import org.json4s.jackson.JsonMethods
+
+/**
+ * The query's own logs in a checkpoint: `offsets/<batch>` (what each batch read, and the settings
+ * Spark re-applies at restart, among them the provider class) and `commits/<batch>` (which batches
+ * finished). Files are read and written through Hadoop, so `.crc` side files stay consistent.
+ */
+final class CheckpointLogs(val root: Path, hadoopConf: Configuration) {
+  val fs: FileSystem = root.getFileSystem(hadoopConf)
+  val offsetsDir = new Path(root, "offsets")
+  val commitsDir = new Path(root, "commits")
+
+  def offsetBatches: Seq[Long] = batchFiles(offsetsDir)
+  def commitBatches: Seq[Long] = batchFiles(commitsDir)
+
+  def offsetFile(batch: Long): Path = new Path(offsetsDir, batch.toString)
+  def commitFile(batch: Long): Path = new Path(commitsDir, batch.toString)
+
+  def read(file: Path): String = Using.resource(fs.open(file))(in => new String(in.readAllBytes(), UTF_8))
+
+  /** Replaces `file` in one step (write aside, then rename over it): readers see the old or the new text. */
+  def replace(file: Path, text: String): Unit = {
+    val files = txstate.compat.CheckpointFileManager.create(file.getParent, hadoopConf)
+    try {
+      val out = files.createAtomic(file, overwriteIfPossible = true)
+      try out.write(text.getBytes(UTF_8))
+      catch { case e: Throwable => out.cancel(); throw e }
+      out.close()
+    } finally txstate.compat.closeCheckpointFiles(files)
+  }
+
+  /** The newest modification among the log files, as (file, epoch ms). */
+  def newestWrite: Option[(Path, Long)] =
+    Seq(offsetsDir, commitsDir).filter(fs.exists).flatMap(d => fs.listStatus(d).toSeq)
+      .filter(s => s.isFile && s.getPath.getName.toLongOption.isDefined)
+      .map(s => s.getPath -> s.getModificationTime).maxByOption(_._2)
+
+  private def batchFiles(dir: Path): Seq[Long] =
+    if (!fs.exists(dir)) Nil
+    else fs.listStatus(dir).toSeq.filter(_.isFile).flatMap(_.getPath.getName.toLongOption).sorted
+}
+
+/**
+ * One `offsets/<batch>` file: line 1 the log version, line 2 the batch metadata (watermark,
+ * timestamp and `conf`), then one line per source. Only the `conf` entries are ever changed.
+ */
+final case class OffsetLogEntry(lines: Vector[String]) {
+  private def metadata: JObject = JsonMethods.parse(lines(1)) match {
+    case o: JObject => o
+    case other => throw new IllegalArgumentException(s"the batch metadata is not a JSON object: $other")
+  }
+
+  def conf: Map[String, String] = (metadata \ "conf") match {
+    case JObject(fields) => fields.collect { case (k, JString(v)) => k -> v }.toMap
+    case _ => Map.empty
+  }
+
+  /** The same entry with `updates` applied to its `conf` (existing keys keep their place). */
+  def withConf(updates: Map[String, String]): OffsetLogEntry = {
+    val JObject(fields) = metadata
+    val oldConf = (metadata \ "conf") match {
+      case JObject(c) => c
+      case _ => Nil
+    }
+    val kept = oldConf.map { case (k, v) => k -> updates.get(k).map(JString(_)).getOrElse(v) }
+    val added = updates.toSeq.sortBy(_._1).filterNot(u => oldConf.exists(_._1 == u._1)).map { case (k, v) => k -> JString(v) }
+    val newConf = JObject(kept ++ added)
+    val newFields = if (fields.exists(_._1 == "conf")) fields.map { case ("conf", _) => "conf" -> newConf; case f => f }
+      else fields :+ ("conf" -> newConf)
+    OffsetLogEntry(lines.updated(1, JsonMethods.compact(JObject(newFields))))
+  }
+
+  def text: String = lines.mkString("\n")
+}
+
+object OffsetLogEntry {
+  def parse(text: String, file: Path): OffsetLogEntry = {
+    val lines = text.split("\n", -1).toVector
+    if (lines.size < 2 || !lines(0).startsWith("v") || !lines(1).startsWith("{")) {
+      throw MigrationErrors.badArgument(file.toString, "is not an offset log entry Spark wrote (expected a version " +
+        "line, then the batch metadata as JSON)")
+    }
+    OffsetLogEntry(lines)
+  }
+}

@@ -1,0 +1,86 @@
+package txstate.migrate
+
+/**
+ * Every error the migration tool raises. Each names the checkpoint, file or setting involved and
+ * says what to do; the class in brackets lets the Python client recognise it.
+ */
+object MigrationErrors {
+  private def refused(kind: String, message: String): IllegalStateException =
+    new IllegalStateException(s"[TXSTATE_MIGRATION_$kind] $message")
+
+  def badArgument(what: String, problem: String): IllegalArgumentException =
+    new IllegalArgumentException(s"[TXSTATE_MIGRATION_BAD_ARGUMENT] $what $problem")
+
+  def noCheckpoint(root: String): IllegalStateException =
+    refused("NO_CHECKPOINT", s"$root is not a streaming checkpoint (it has no offsets/ directory). Pass the " +
+      "checkpointLocation the query was started with.")
+
+  def nothingCommitted(root: String): IllegalStateException =
+    refused("NOTHING_COMMITTED", s"checkpoint $root has no committed batch (commits/ is empty): there is no state " +
+      "to migrate. Start the query on the provider you want instead.")
+
+  def uncommittedOffsets(root: String, lastCommitted: Long, uncommitted: Seq[Long]): IllegalStateException =
+    refused("UNCOMMITTED_OFFSETS", s"checkpoint $root has offsets for batch(es) ${uncommitted.mkString(", ")} " +
+      s"without a commit (the last committed batch is $lastCommitted): the query stopped in the middle of a batch. " +
+      "Either restart the query once on its current provider so it finishes that batch, then stop it and migrate, " +
+      s"or run migrate with --rollback-uncommitted to set those offset files aside (the batch is then planned " +
+      "again from its sources after the migration).")
+
+  def looksActive(root: String, file: String, ageSeconds: Long, windowSeconds: Long): IllegalStateException =
+    refused("QUERY_ACTIVE", s"the query of checkpoint $root looks active: $file was written ${ageSeconds}s ago " +
+      s"(less than $windowSeconds s). Stop the query (query.stop()) and wait for it to end; if it has already " +
+      "stopped, pass --active-window 0 to skip this check.")
+
+  def unsupportedOperator(root: String, operatorId: Long, name: String, why: String): IllegalStateException =
+    refused("UNSUPPORTED_OPERATOR", s"operator $operatorId ($name) of checkpoint $root cannot be migrated: $why")
+
+  def checkpointFormatV2(root: String, lastCommitted: Long): IllegalStateException =
+    refused("CHECKPOINT_FORMAT", s"checkpoint $root uses state checkpoint format version 2 (commits/$lastCommitted " +
+      "names a state checkpoint id per partition). migrate does not move format-2 checkpoints yet; this query " +
+      "stays on its provider.")
+
+  def providerUnavailable(className: String, cause: Throwable): IllegalStateException =
+    refused("PROVIDER_UNAVAILABLE", s"the state store provider class $className cannot be loaded in this JVM " +
+      s"(${cause.getClass.getSimpleName}: ${cause.getMessage}). Put its jar on the classpath (--jars) and run again.")
+
+  def unknownProvider(name: String, known: Iterable[String]): IllegalArgumentException =
+    badArgument("--to", s"is '$name'; expected one of ${known.mkString(", ")}")
+
+  def alreadyThere(root: String, provider: String): IllegalStateException =
+    refused("NOTHING_TO_DO", s"checkpoint $root already runs on $provider; nothing to migrate.")
+
+  def needsNewerSpark(destination: String, line: String): IllegalStateException =
+    refused("NEEDS_NEWER_SPARK", s"writing state with $destination needs Spark 4.2 or newer: Spark $line's " +
+      "providers cannot open an empty store at a chosen version. Run migrate with the txstate jar for Spark 4.2+ " +
+      "(the checkpoint files are the same), or migrate to txstate.")
+
+  def missingSchema(store: String, path: String): IllegalStateException =
+    refused("MISSING_SCHEMA", s"$store has no schema file at $path, so its rows cannot be read. Run the query " +
+      "once on a Spark version that writes state schema files (Spark 3.x or newer), then migrate.")
+
+  def badSchemaFile(path: String, problem: String): IllegalStateException =
+    refused("BAD_SCHEMA_FILE", s"the state schema file $path cannot be read: $problem.")
+
+  def partitionsMismatch(store: String, expected: Int, found: Seq[Int]): IllegalStateException =
+    refused("PARTITIONS", s"$store should have partitions 0..${expected - 1} but the checkpoint has directories " +
+      s"for ${if (found.isEmpty) "none" else found.mkString(", ")}. The checkpoint is incomplete or damaged; restore " +
+      "it before migrating.")
+
+  def verificationFailed(store: String, source: String, destination: String): IllegalStateException =
+    refused("VERIFICATION_FAILED", s"$store: the destination holds $destination but the source held $source. " +
+      "Nothing was switched; the checkpoint still runs on its original provider. Report this with the plan in " +
+      "_txstate_migration/.")
+
+  def metadataChanged(file: String): IllegalStateException =
+    refused("CHECKPOINT_CHANGED", s"$file changed while migrate was running: a query is writing this checkpoint. " +
+      "Nothing was switched. Stop the query, then run migrate again.")
+
+  def nothingToUndo(root: String): IllegalStateException =
+    refused("NOTHING_TO_UNDO", s"checkpoint $root has no completed migration to undo (no " +
+      "_txstate_migration/<time>/switched marker).")
+
+  def undoAfterNewBatches(root: String, migratedAt: Long, newest: Long): IllegalStateException =
+    refused("UNDO_TOO_LATE", s"the query of checkpoint $root has run batches after the migration (it was " +
+      s"migrated at batch $migratedAt, the newest offsets are for batch $newest): the original provider's state " +
+      "does not hold their changes, so undoing would lose them. Migrate again instead, to the provider you want.")
+}

@@ -1,0 +1,172 @@
+"""``migrate()``: move a stopped query's state to another state store provider (or back).
+
+The work happens in the driver JVM (``txstate.migrate.MigrationGateway``, in the txstate-spark jar):
+it reads every store of the checkpoint with the provider the query ran on, writes it with the
+destination provider through Spark's own provider API, verifies it, and only then switches the
+provider the checkpoint records. See the README, "Moving a query to txstate (and back)".
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+
+from txstate_spark.errors import TxStateMigrationError
+from txstate_spark.query.gateway import txstate_error_message
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+GATEWAY_CLASS = "txstate.migrate.MigrationGateway"
+DESTINATIONS = ("txstate", "rocksdb", "hdfs")
+DEFAULT_ACTIVE_WINDOW_SECONDS = 60
+
+#: Called with the JVM's progress (phase, current, done, total, rows, rowsPerSecond, etaSeconds).
+ProgressCallback = Callable[[Dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class StoreMigration:
+    """One store of one stateful operator, summed over its partitions."""
+
+    operator_id: int
+    operator_name: str
+    store_name: str
+    partitions: int
+    rows: int
+    hash: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """What a migration did (``dry_run``: would do). ``switched`` is True once the checkpoint names
+    the destination provider; ``backup`` is the folder holding the plan and the saved metadata."""
+
+    action: str
+    checkpoint: str
+    source: str
+    destination: str
+    last_committed_batch: int
+    state_version: int
+    dry_run: bool
+    switched: bool
+    rows: int
+    stores: Tuple[StoreMigration, ...]
+    backup: Optional[str]
+    rolled_back_offsets: Tuple[int, ...]
+    seconds: float
+
+    def summary(self) -> str:
+        """A few human-readable lines."""
+        if self.action == "undo":
+            return (f"undone: {self.checkpoint} runs on {self.destination} again from batch "
+                    f"{self.last_committed_batch + 1} (saved metadata in {self.backup})")
+        verb = "would move" if self.dry_run else "moved"
+        lines = [f"{verb} {self.rows} rows from {self.source} to {self.destination} "
+                 f"(checkpoint {self.checkpoint}, last committed batch {self.last_committed_batch}, "
+                 f"{self.seconds:.1f}s)"]
+        for s in self.stores:
+            lines.append(f"  operator {s.operator_id} ({s.operator_name}) store {s.store_name}: "
+                         f"{s.rows} rows in {s.partitions} partitions, hash {s.hash}")
+        if self.switched:
+            lines.append(f"the query now runs on {self.destination}; restart it unchanged. "
+                         f"Undo: python -m txstate_spark migrate {self.checkpoint} --undo")
+        return "\n".join(lines)
+
+    @staticmethod
+    def from_json(text: str) -> "MigrationReport":
+        raw = json.loads(text)
+        stores = tuple(
+            StoreMigration(s["operatorId"], s["operatorName"], s["storeName"], s["partitions"], s["rows"],
+                           s["hash"], s["seconds"])
+            for s in raw["stores"]
+        )
+        return MigrationReport(raw["action"], raw["checkpoint"], raw["from"], raw["to"], raw["lastCommittedBatch"],
+                               raw["stateVersion"], raw["dryRun"], raw["switched"], raw["rows"], stores,
+                               raw["backup"], tuple(raw["rolledBackOffsets"]), raw["seconds"])
+
+
+def migrate(
+    spark: "SparkSession",
+    checkpoint: str,
+    to: Optional[str] = None,
+    partitions: Optional[int] = None,
+    dry_run: bool = False,
+    *,
+    undo: bool = False,
+    active_window_seconds: int = DEFAULT_ACTIVE_WINDOW_SECONDS,
+    rollback_uncommitted: bool = False,
+    progress: Optional[ProgressCallback] = None,
+) -> MigrationReport:
+    """Move the state of the stopped query at ``checkpoint`` to provider ``to`` (txstate, rocksdb, hdfs).
+
+    Restart the query unchanged afterwards: its next batch runs on ``to`` with exactly the state it
+    had. ``dry_run`` only counts rows; ``undo`` restores the provider the newest migration replaced
+    (if no batch ran since). ``active_window_seconds``: refuse when the query's logs were written
+    more recently than this (0 skips the check). ``rollback_uncommitted``: set aside offsets of a
+    batch that never committed instead of refusing. ``partitions`` (rescaling) is not available
+    yet and is refused.
+
+    Raises:
+        TxStateMigrationError: the migration was refused or failed; the message names the file,
+            operator or setting and what to do. The checkpoint is then unchanged (or, once switched,
+            complete).
+    """
+    if not undo and to not in DESTINATIONS:
+        raise TxStateMigrationError(f"to must be one of {', '.join(DESTINATIONS)}, got {to!r}")
+    options = {"checkpoint": str(checkpoint), "to": to, "partitions": partitions, "dryRun": dry_run,
+               "undo": undo, "activeWindowSeconds": int(active_window_seconds),
+               "rollbackUncommitted": rollback_uncommitted}
+    gateway = _gateway(spark)
+    stop = threading.Event()
+    poller = None
+    if progress is not None:
+        poller = threading.Thread(target=_poll, args=(gateway, progress, stop), daemon=True)
+        poller.start()
+    try:
+        answer = gateway.run(spark._jsparkSession, json.dumps(options))
+    except Exception as error:  # Py4JJavaError or pyspark's CapturedException
+        message = txstate_error_message(error)
+        if message is None:
+            raise
+        raise TxStateMigrationError(message) from None
+    finally:
+        stop.set()
+        if poller is not None:
+            poller.join(timeout=5)
+    return MigrationReport.from_json(answer)
+
+
+def _poll(gateway: Any, callback: ProgressCallback, stop: threading.Event) -> None:
+    last = None
+    while not stop.wait(0.25):
+        try:
+            current = gateway.progress()
+        except Exception:  # the gateway went away: the main call reports why
+            return
+        if current != last:
+            last = current
+            callback(json.loads(current))
+
+
+def _gateway(spark: Any) -> Any:
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None or getattr(spark, "_jsparkSession", None) is None:
+        raise TxStateMigrationError(
+            "migrate needs a classic (py4j) pyspark SparkSession on the driver, not Spark Connect; "
+            "or run `python -m txstate_spark migrate CHECKPOINT --to ...`, which starts its own local session"
+        )
+    gateway = jvm
+    for part in GATEWAY_CLASS.split("."):
+        gateway = getattr(gateway, part)
+    from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
+
+    if not isinstance(gateway, JavaClass):
+        raise TxStateMigrationError(
+            f"the driver JVM has no {GATEWAY_CLASS}: the txstate-spark jar on its classpath is missing or "
+            "older than migrate. Start the session with txstate_spark.configure(SparkSession.builder)."
+        )
+    return gateway
