@@ -396,10 +396,8 @@ def test_cli_errors_exit_non_zero_with_a_clear_message(tmp_path: Path) -> None:
 
 def test_without_env_or_bundled_jar_the_error_says_how_to_get_one(tmp_path: Path) -> None:
     # A copy of the source package without a jars/ folder, as a checkout that never ran `make wheel`.
-    package = tmp_path / "txstate_spark"
-    package.mkdir()
-    for module in (PYTHON_SRC / "txstate_spark").glob("*.py"):
-        (package / module.name).write_text(module.read_text())
+    shutil.copytree(PYTHON_SRC / "txstate_spark", tmp_path / "txstate_spark",
+                    ignore=shutil.ignore_patterns("jars", "__pycache__"))
     done = run([sys.executable, "-m", "txstate_spark", "jar"],
                child_env(PYTHONPATH=str(tmp_path), TXSTATE_SPARK_JAR=None), check=False)
     assert done.returncode != 0

@@ -91,7 +91,8 @@ def _add_migrate(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
                          help="refuse if the query wrote its logs less than this long ago (0: skip the check; "
                          f"default {DEFAULT_ACTIVE_WINDOW_SECONDS})")
     migrate.add_argument("--rollback-uncommitted", action="store_true",
-                         help="set aside offsets of a batch that never committed instead of refusing")
+                         help="if the query stopped mid-batch, migrate the last commit's state; the query "
+                         "re-runs the unfinished batch on the destination")
     migrate.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

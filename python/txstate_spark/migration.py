@@ -56,7 +56,7 @@ class MigrationReport:
     rows: int
     stores: Tuple[StoreMigration, ...]
     backup: Optional[str]
-    rolled_back_offsets: Tuple[int, ...]
+    rerun_batch: Optional[int]
     seconds: float
 
     def summary(self) -> str:
@@ -86,7 +86,7 @@ class MigrationReport:
         )
         return MigrationReport(raw["action"], raw["checkpoint"], raw["from"], raw["to"], raw["lastCommittedBatch"],
                                raw["stateVersion"], raw["dryRun"], raw["switched"], raw["rows"], stores,
-                               raw["backup"], tuple(raw["rolledBackOffsets"]), raw["seconds"])
+                               raw["backup"], raw["rerunBatch"], raw["seconds"])
 
 
 def migrate(
@@ -106,8 +106,9 @@ def migrate(
     Restart the query unchanged afterwards: its next batch runs on ``to`` with exactly the state it
     had. ``dry_run`` only counts rows; ``undo`` restores the provider the newest migration replaced
     (if no batch ran since). ``active_window_seconds``: refuse when the query's logs were written
-    more recently than this (0 skips the check). ``rollback_uncommitted``: set aside offsets of a
-    batch that never committed instead of refusing. ``partitions`` (rescaling) is not available
+    more recently than this (0 skips the check). ``rollback_uncommitted``: when the query stopped in
+    the middle of a batch, migrate the state of the last commit instead of refusing; the query then
+    re-runs that unfinished batch (same id, same input) on ``to``. ``partitions`` (rescaling) is not available
     yet and is refused.
 
     Raises:

@@ -37,8 +37,16 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     if (uncommitted.nonEmpty && !options.rollbackUncommitted) {
       throw MigrationErrors.uncommittedOffsets(root, last, uncommitted)
     }
+    if (uncommitted.size > 1 || uncommitted.exists(_ != last + 1)) {
+      throw MigrationErrors.severalUncommitted(root, last, uncommitted)
+    }
     refuseIfActive(logs, options.activeWindowSeconds)
-    val offsetFile = logs.offsetFile(last)
+    // With --rollback-uncommitted the pending batch keeps its planned offsets: its offset entry is
+    // the one Spark reads at restart, so that is the entry switched, and Spark re-runs that batch
+    // (same id, same input) from the state of the last commit, now on the destination.
+    val rerun = uncommitted.headOption
+    val offsetBatch = rerun.getOrElse(last)
+    val offsetFile = logs.offsetFile(offsetBatch)
     val originalText = logs.read(offsetFile)
     val entry = OffsetLogEntry.parse(originalText, offsetFile)
     val from = entry.conf.getOrElse(ProviderChoice.settingKey, ProviderChoice.Hdfs.className)
@@ -63,7 +71,7 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
       progress.enter("count", partitions)
       val counted = stores.map(store => reportFor(store)(p => copierWith(logs.root).digest(from, store, p, version)))
       MigrationReport(root, ProviderChoice.describe(from), to.name, last, version, dryRun = true, switched = false,
-        counted, None, uncommitted, seconds(startedNs))
+        counted, None, rerun, seconds(startedNs))
     } else {
       // A stopped query's txstate providers may still be loaded here (same application): they
       // upload their staged snapshots now, never into a store another provider owns.
@@ -71,9 +79,8 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
       if (released > 0) progress.note(s"released=$released txstate stores this JVM still had loaded")
       val backup = MigrationBackup.create(logs, hadoopConf)
       backup.keep(offsetFile)
-      backup.write("plan.json", planJson(root, from, to, last, version, stores, uncommitted))
+      backup.write("plan.json", planJson(root, from, to, last, version, offsetBatch, stores))
       progress.note(s"plan=${backup.dir}")
-      uncommitted.foreach(backup.setAside)
       progress.enter("copy", partitions)
       val scratch = new Path(backup.dir, "scratch")
       val copier = copierWith(scratch)
@@ -89,14 +96,14 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
       }
       logs.fs.delete(scratch, true)
       // The switch: only now does the checkpoint name the destination. Nothing may have moved meanwhile.
-      if (logs.read(offsetFile) != originalText || logs.offsetBatches.lastOption.exists(_ > last) ||
+      if (logs.read(offsetFile) != originalText || logs.offsetBatches.lastOption.exists(_ > offsetBatch) ||
           logs.commitBatches.lastOption.exists(_ > last)) {
         throw MigrationErrors.metadataChanged(offsetFile.toString)
       }
       progress.enter("switch", 0)
       logs.replace(offsetFile, entry.withConf(Map(ProviderChoice.settingKey -> to.className)).text)
       val report = MigrationReport(root, ProviderChoice.describe(from), to.name, last, version, dryRun = false,
-        switched = true, copied, Some(backup.dir.toString), uncommitted, seconds(startedNs))
+        switched = true, copied, Some(backup.dir.toString), rerun, seconds(startedNs))
       backup.write("switched.json", report.json)
       progress.enter("done", 0)
       report
@@ -116,16 +123,23 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
       case JNothing => throw MigrationErrors.badArgument(s"${backup.dir}/switched.json", s"has no '$name'")
       case value => value
     }
-    val (batch, from, to) = (field("lastCommittedBatch"), field("from"), field("to")) match {
-      case (JInt(b), JString(f), JString(t)) => (b, f, t)
+    val (committed, from, to) = (field("lastCommittedBatch"), field("from"), field("to")) match {
+      case (JInt(b), JString(f), JString(t)) => (b.toLong, f, t)
       case other => throw MigrationErrors.badArgument(s"${backup.dir}/switched.json", s"is not a migration report: $other")
     }
+    val rerun = switched \ "rerunBatch" match {
+      case JInt(b) => Some(b.toLong)
+      case _ => None
+    }
+    val offsetBatch = rerun.getOrElse(committed)
     val newest = logs.offsetBatches.lastOption.getOrElse(-1L)
-    if (newest != batch.toLong) throw MigrationErrors.undoAfterNewBatches(root, batch.toLong, newest)
-    val offsetFile = logs.offsetFile(batch.toLong)
+    if (newest != offsetBatch || logs.commitBatches.lastOption.exists(_ > committed)) {
+      throw MigrationErrors.undoAfterNewBatches(root, offsetBatch, newest)
+    }
+    val offsetFile = logs.offsetFile(offsetBatch)
     logs.replace(offsetFile, logs.read(backup.kept(offsetFile)))
-    val report = MigrationReport(root, to, from, batch.toLong, batch.toLong + 1, dryRun = false, switched = true,
-      Nil, Some(backup.dir.toString), Nil, seconds(startedNs), action = "undo")
+    val report = MigrationReport(root, to, from, committed, committed + 1, dryRun = false, switched = true,
+      Nil, Some(backup.dir.toString), rerun, seconds(startedNs), action = "undo")
     backup.write("undone.json", report.json)
     progress.note(s"undone=${backup.dir} provider=$from")
     report
@@ -178,13 +192,13 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
   }
 
   private def planJson(root: String, from: String, to: ProviderChoice, last: Long, version: Long,
-      stores: Seq[StoreToCopy], uncommitted: Seq[Long]): String = {
+      offsetBatch: Long, stores: Seq[StoreToCopy]): String = {
     import org.json4s.{JArray, JObject}
     JsonMethods.pretty(JObject(
       "checkpoint" -> JString(root), "from" -> JString(from), "to" -> JString(to.className),
       "lastCommittedBatch" -> JInt(last), "stateVersion" -> JInt(version),
-      "rewrites" -> JArray(List(JString(s"offsets/$last"))),
-      "rollsBackOffsets" -> JArray(uncommitted.map(JInt(_)).toList),
+      "rewrites" -> JArray(List(JString(s"offsets/$offsetBatch"))),
+      "rerunBatch" -> (if (offsetBatch > last) JInt(offsetBatch) else org.json4s.JNull),
       "stores" -> JArray(stores.map(s => JObject("operatorId" -> JInt(s.operatorId),
         "operatorName" -> JString(s.operatorName), "storeName" -> JString(s.storeName),
         "partitions" -> JInt(s.numPartitions), "partitionsWithState" -> JArray(s.partitions.map(JInt(_)).toList), "keySchema" -> JString(s.keySchema.simpleString),

@@ -12,21 +12,13 @@ import org.apache.hadoop.fs.{FileUtil, Path}
 /**
  * `CHECKPOINT/_txstate_migration/<time>/`: what one migration changed, written before it changes
  * anything. It holds `plan.json`, a copy of every log file the migration rewrites (same relative
- * path), the offset files set aside by --rollback-uncommitted (`rolled-back/offsets/<batch>`), and
- * then `switched.json` (the report, once the checkpoint runs on the destination) and
+ * path), then `switched.json` (the report, once the checkpoint runs on the destination) and
  * `undone.json` (once --undo restored it). Spark ignores this folder.
  */
 final class MigrationBackup(val dir: Path, logs: CheckpointLogs, hadoopConf: Configuration) {
   private def fs = logs.fs
 
   def keep(file: Path): Unit = copy(file, relative(file))
-
-  def setAside(offsetBatch: Long): Unit = {
-    val file = logs.offsetFile(offsetBatch)
-    val target = new Path(dir, s"rolled-back/offsets/$offsetBatch")
-    fs.mkdirs(target.getParent)
-    if (!fs.rename(file, target)) throw new java.io.IOException(s"could not move $file to $target")
-  }
 
   def kept(file: Path): Path = new Path(dir, relative(file))
 

@@ -23,8 +23,14 @@ object MigrationErrors {
     refused("UNCOMMITTED_OFFSETS", s"checkpoint $root has offsets for batch(es) ${uncommitted.mkString(", ")} " +
       s"without a commit (the last committed batch is $lastCommitted): the query stopped in the middle of a batch. " +
       "Either restart the query once on its current provider so it finishes that batch, then stop it and migrate, " +
-      s"or run migrate with --rollback-uncommitted to set those offset files aside (the batch is then planned " +
-      "again from its sources after the migration).")
+      s"or run migrate with --rollback-uncommitted to migrate the state of batch $lastCommitted; the query then " +
+      "re-runs the unfinished batch, with the same id and input, on the destination provider.")
+
+  def severalUncommitted(root: String, lastCommitted: Long, uncommitted: Seq[Long]): IllegalStateException =
+    refused("UNCOMMITTED_OFFSETS", s"checkpoint $root has offsets for batch(es) ${uncommitted.mkString(", ")} " +
+      s"after its last committed batch $lastCommitted, more than the one batch Spark re-runs at restart (or not " +
+      s"the next one): --rollback-uncommitted cannot keep them consistent. Restart the query once on its current " +
+      "provider so it finishes those batches, stop it, then migrate.")
 
   def looksActive(root: String, file: String, ageSeconds: Long, windowSeconds: Long): IllegalStateException =
     refused("QUERY_ACTIVE", s"the query of checkpoint $root looks active: $file was written ${ageSeconds}s ago " +
