@@ -45,7 +45,8 @@ export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
 .PHONY: demo test test-jvm test-python test-lines conformance jar wheel venv venvs older-venvs bench bench-quick clean \
-	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots
+	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
+	bench-migrate bench-migrate-quick
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt
@@ -124,6 +125,7 @@ conformance: $(VENV)/.installed
 #   store      StateStoreProvider API in one JVM, plus raw rocksdbjni (Scala, bench/src)
 #   streaming  aggregation, dropDuplicates, stream-stream join on local[2] (bench/streaming_bench.py)
 #   memory     peak executor RSS of one huge batch on local-cluster (bench/memory_bench.py)
+#   migrate    rows/s and peak RSS of `migrate` for a 5M-key aggregation (bench/migration_bench.py)
 #   plots      docs/bench/*.png from the newest results (installs bench/requirements.txt on demand)
 bench-quick: bench-store-quick bench-streaming-quick bench-memory-quick bench-plots
 bench: bench-store bench-streaming bench-memory bench-plots
@@ -145,6 +147,12 @@ bench-memory-quick: $(JARS_BUILT)
 
 bench-memory: $(JARS_BUILT)
 	$(VPY) bench/memory_bench.py
+
+bench-migrate-quick: $(JARS_BUILT)
+	$(VPY) bench/migration_bench.py --quick
+
+bench-migrate: $(JARS_BUILT)
+	$(VPY) bench/migration_bench.py
 
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(VPY) -m pip install --quiet -r bench/requirements.txt

@@ -87,6 +87,53 @@ def test_a_migrated_query_emits_what_the_unmigrated_reference_emits(spark, work_
 
 
 # --------------------------------------------------------------------------------------------
+# Rescaling: every case grows from 3 to 5 partitions on its way to txstate, and shrinks from 5 to
+# 2 on its way from txstate to Spark's RocksDB provider. The session keeps its first partition
+# count; Spark takes the new one from the checkpoint, so the restart needs no other change.
+
+RESCALES = (
+    [("hdfs", "txstate", 3, 5, name) for name in CASES]
+    + [("txstate", "rocksdb", 5, 2, name) for name in CASES]
+)
+
+
+def shuffle_partitions_recorded(checkpoint: Path) -> int:
+    newest = max((p for p in (checkpoint / "offsets").glob("[0-9]*") if p.name.isdigit()), key=lambda p: int(p.name))
+    metadata = next(json.loads(line) for line in newest.read_text().splitlines() if '"conf"' in line)
+    return int(metadata["conf"]["spark.sql.shuffle.partitions"])
+
+
+@pytest.mark.parametrize("source,destination,before,after,case_name", RESCALES,
+                         ids=[f"{s}-to-{d}-{b}-to-{a}-{c}" for s, d, b, a, c in RESCALES])
+def test_a_rescaled_query_emits_what_the_unmigrated_reference_emits(spark, work_dir, source, destination, before,
+                                                                     after, case_name):
+    case = CASES[case_name]
+    reference = run_reference(spark, case, work_dir)
+    reports: list[MigrationReport] = []
+
+    def rescale(run_index: int, checkpoint: Path) -> None:
+        if run_index == 0:
+            reports.append(migrate(spark, str(checkpoint), to=destination, partitions=after,
+                                   active_window_seconds=0))
+            assert shuffle_partitions_recorded(checkpoint) == after
+            operator_metadata = [json.loads(p.read_text().splitlines()[1])
+                                 for p in (checkpoint / "state").glob("*/_metadata/metadata")]
+            assert operator_metadata and all(store["numPartitions"] == after for m in operator_metadata
+                                             for store in m["stateStoreInfo"])
+
+    rescaled = run_case(spark, case, PROVIDERS[source], work_dir / "rescaled",
+                        extra_conf={"spark.sql.shuffle.partitions": str(before)}, after_run=rescale,
+                        expect_provider=PROVIDERS[destination])
+    assert_same_output(reference, rescaled, f"{case_name} rescaled {before} -> {after} on the way to {destination}")
+    (report,) = reports
+    assert (report.partitions_from, report.partitions_to) == (before, after)
+    # The batches after the restart ran their stateful operators on the new partition count.
+    last_batch = max(rescaled.progress)
+    operators = rescaled.progress[last_batch]["stateOperators"]
+    assert operators and all(op["numShufflePartitions"] in (after, 1) for op in operators), operators
+
+
+# --------------------------------------------------------------------------------------------
 # Refusals, dry run, undo
 
 
@@ -101,7 +148,8 @@ def checkpoint_digest(checkpoint: Path) -> dict[str, str]:
     write (and rename) snapshots while this runs."""
     digest = {}
     for p in sorted(checkpoint.rglob("*")):
-        if not p.is_file() or p.name.endswith((".snapshot", ".snapshot.crc", ".delta", ".delta.crc", ".tmp")):
+        if (not p.is_file() or p.name.endswith((".snapshot", ".snapshot.crc", ".delta", ".delta.crc"))
+                or ".tmp" in p.name):  # `..4.snapshot.<uuid>.tmp.crc` and the like, renamed away soon
             continue
         try:
             digest[str(p.relative_to(checkpoint))] = hashlib.sha256(p.read_bytes()).hexdigest()
@@ -177,21 +225,29 @@ def test_undo_puts_the_query_back_on_its_provider(spark, work_dir):
 
     def migrate_then_undo(run_index: int, checkpoint: Path) -> None:
         if run_index == 0:
-            migrate(spark, str(checkpoint), to="txstate", active_window_seconds=0)
+            metadata = checkpoint / "state" / "0" / "_metadata" / "metadata"
+            original_metadata = metadata.read_text()
+            migrate(spark, str(checkpoint), to="txstate", partitions=3, active_window_seconds=0)
             assert recorded_provider(checkpoint) == TXSTATE_PROVIDER
+            assert shuffle_partitions_recorded(checkpoint) == 3 and metadata.read_text() != original_metadata
             undone = migrate(spark, str(checkpoint), undo=True, active_window_seconds=0)
             assert undone.action == "undo" and undone.destination == "hdfs"
+            assert shuffle_partitions_recorded(checkpoint) == 2 and metadata.read_text() == original_metadata
             with pytest.raises(TxStateMigrationError, match="NOTHING_TO_UNDO"):
                 migrate(spark, str(checkpoint), undo=True, active_window_seconds=0)
 
     output = run_case(spark, case, HDFS_PROVIDER, work_dir / "undone", after_run=migrate_then_undo)
-    assert_same_output(reference, output, "dedup_with_watermark migrated, then undone")
+    assert_same_output(reference, output, "dedup_with_watermark migrated and rescaled, then undone")
 
 
 def test_migrating_to_the_provider_in_use_is_refused(spark, work_dir):
     run_case(spark, first_run_only(CASES["aggregation_update"]), TXSTATE_PROVIDER, work_dir)
     with pytest.raises(TxStateMigrationError, match="NOTHING_TO_DO.*already runs on txstate"):
         migrate(spark, str(work_dir / "checkpoint"), to="txstate", active_window_seconds=0)
+    with pytest.raises(TxStateMigrationError, match="RESCALE_IN_PLACE.*--partitions 4"):
+        migrate(spark, str(work_dir / "checkpoint"), to="txstate", partitions=4, active_window_seconds=0)
+    with pytest.raises(TxStateMigrationError, match="BAD_ARGUMENT.*--partitions must be between 1"):
+        migrate(spark, str(work_dir / "checkpoint"), to="hdfs", partitions=0, active_window_seconds=0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def _add_migrate(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     migrate.add_argument("checkpoint", metavar="CHECKPOINT", help="the query's checkpointLocation (path or URI)")
     migrate.add_argument("--to", choices=DESTINATIONS, help="the destination provider")
-    migrate.add_argument("--partitions", type=int, metavar="N", help="rescale to N state partitions (not available yet)")
+    migrate.add_argument("--partitions", type=int, metavar="N", help="rescale the state to N partitions (the query's shuffle partitions)")
     migrate.add_argument("--dry-run", action="store_true", help="print the plan and row counts, change nothing")
     migrate.add_argument("--undo", action="store_true", help="restore the provider the newest migration replaced")
     migrate.add_argument("--active-window", type=int, default=DEFAULT_ACTIVE_WINDOW_SECONDS, metavar="SECONDS",
@@ -93,6 +93,10 @@ def _add_migrate(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     migrate.add_argument("--rollback-uncommitted", action="store_true",
                          help="if the query stopped mid-batch, migrate the last commit's state; the query "
                          "re-runs the unfinished batch on the destination")
+    migrate.add_argument("--conf", action="append", default=[], type=_parse_option, metavar="KEY=VALUE",
+                         help="a setting for the migration's local Spark session, e.g. spark.driver.memory=8g "
+                         "(a heap provider's state is read into memory) or fs.s3a.* for the checkpoint's file "
+                         "system; repeatable")
     migrate.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

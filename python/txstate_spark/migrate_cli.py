@@ -25,7 +25,7 @@ def run_in_local_session(args: argparse.Namespace) -> MigrationReport:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[1]").appName("txstate-migrate")
-    for key, value in _SESSION_SETTINGS.items():
+    for key, value in {**_SESSION_SETTINGS, **dict(args.conf)}.items():
         builder = builder.config(key, value)
     spark = configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

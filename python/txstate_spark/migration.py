@@ -57,6 +57,8 @@ class MigrationReport:
     stores: Tuple[StoreMigration, ...]
     backup: Optional[str]
     rerun_batch: Optional[int]
+    partitions_from: int
+    partitions_to: int
     seconds: float
 
     def summary(self) -> str:
@@ -68,6 +70,8 @@ class MigrationReport:
         lines = [f"{verb} {self.rows} rows from {self.source} to {self.destination} "
                  f"(checkpoint {self.checkpoint}, last committed batch {self.last_committed_batch}, "
                  f"{self.seconds:.1f}s)"]
+        if self.partitions_to != self.partitions_from:
+            lines.append(f"  rescaled from {self.partitions_from} to {self.partitions_to} partitions")
         for s in self.stores:
             lines.append(f"  operator {s.operator_id} ({s.operator_name}) store {s.store_name}: "
                          f"{s.rows} rows in {s.partitions} partitions, hash {s.hash}")
@@ -86,7 +90,8 @@ class MigrationReport:
         )
         return MigrationReport(raw["action"], raw["checkpoint"], raw["from"], raw["to"], raw["lastCommittedBatch"],
                                raw["stateVersion"], raw["dryRun"], raw["switched"], raw["rows"], stores,
-                               raw["backup"], raw["rerunBatch"], raw["seconds"])
+                               raw["backup"], raw["rerunBatch"], raw["partitionsFrom"],
+                               raw["partitionsTo"], raw["seconds"])
 
 
 def migrate(
@@ -108,8 +113,9 @@ def migrate(
     (if no batch ran since). ``active_window_seconds``: refuse when the query's logs were written
     more recently than this (0 skips the check). ``rollback_uncommitted``: when the query stopped in
     the middle of a batch, migrate the state of the last commit instead of refusing; the query then
-    re-runs that unfinished batch (same id, same input) on ``to``. ``partitions`` (rescaling) is not available
-    yet and is refused.
+    re-runs that unfinished batch (same id, same input) on ``to``. ``partitions``: rescale the state
+    to this many partitions (the query's ``spark.sql.shuffle.partitions`` from then on), placing
+    every key where Spark's shuffle will look for it.
 
     Raises:
         TxStateMigrationError: the migration was refused or failed; the message names the file,

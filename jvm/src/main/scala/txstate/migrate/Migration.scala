@@ -4,6 +4,7 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.json4s.{JInt, JNothing, JString, JValue}
 import org.json4s.jackson.JsonMethods
 
@@ -52,48 +53,56 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     val from = entry.conf.getOrElse(ProviderChoice.settingKey, ProviderChoice.Hdfs.className)
     refuseFormatV2(logs, entry, last)
     val to = options.destination
-    options.partitions.foreach { _ =>
-      throw MigrationErrors.badArgument("--partitions", "(rescaling state partitions) is not available in this " +
-        "release; migrate without it to change the provider only")
-    }
-    if (to.className == from) throw MigrationErrors.alreadyThere(root, ProviderChoice.describe(from))
-    Seq(from, to.className).foreach(loadable)
     val stores = StoreInventory.read(logs.root, hadoopConf)
+    val oldPartitions = entry.conf.get(shufflePartitionsKey).flatMap(_.toIntOption)
+      .orElse(stores.headOption.map(_.numPartitions)).getOrElse(0)
+    options.partitions.filter(n => n < 1 || n > maxPartitions).foreach { n =>
+      throw MigrationErrors.badArgument("--partitions", s"must be between 1 and $maxPartitions, got $n")
+    }
+    val rescaleTo = options.partitions.filter(_ != oldPartitions)
+    if (to.className == from) {
+      throw rescaleTo.fold(MigrationErrors.alreadyThere(root, ProviderChoice.describe(from)))(
+        MigrationErrors.rescaleInPlace(root, ProviderChoice.describe(from), _))
+    }
+    Seq(from, to.className).foreach(loadable)
+    val plans = stores.map(store => StorePlan(store, rescaleTo))
     val version = last + 1
     // The session's settings, overlaid with those the query recorded (Spark re-applies them at restart).
     def copierWith(scratch: Path) = new StoreCopier(new Path(logs.root, "state"), sessionConf ++ entry.conf, hadoopConf,
       scratch)
     val partitions = stores.map(_.partitions.size).sum
+    val newPartitions = rescaleTo.getOrElse(oldPartitions)
     progress.note(s"checkpoint=$root from=${ProviderChoice.describe(from)} to=${to.name} batch=$last " +
-      s"version=$version stores=${stores.size} partitions=$partitions dryRun=${options.dryRun}")
+      s"version=$version stores=${stores.size} partitions=$partitions shufflePartitions=$oldPartitions" +
+      rescaleTo.fold("")(n => s"->$n") + s" dryRun=${options.dryRun}")
+    def report(stores: Seq[StoreReport], dryRun: Boolean, backup: Option[String]) =
+      MigrationReport(root, ProviderChoice.describe(from), to.name, last, version, dryRun, switched = !dryRun,
+        stores, backup, rerun, oldPartitions, newPartitions, seconds(startedNs))
 
     if (options.dryRun) {
       progress.enter("count", partitions)
-      val counted = stores.map(store => reportFor(store)(p => copierWith(logs.root).digest(from, store, p, version)))
-      MigrationReport(root, ProviderChoice.describe(from), to.name, last, version, dryRun = true, switched = false,
-        counted, None, rerun, seconds(startedNs))
+      val counted = plans.map(plan => reportFor(plan.store, plan.store.partitions.map(p =>
+        s"partition $p" -> (() => copierWith(logs.root).digest(from, plan.store, p, version)))))
+      report(counted, dryRun = true, None)
     } else {
       // A stopped query's txstate providers may still be loaded here (same application): they
       // upload their staged snapshots now, never into a store another provider owns.
       val released = LiveStores.releaseAll(new Path(logs.root, "state").toString)
       if (released > 0) progress.note(s"released=$released txstate stores this JVM still had loaded")
       val backup = MigrationBackup.create(logs, hadoopConf)
-      backup.keep(offsetFile)
-      backup.write("plan.json", planJson(root, from, to, last, version, offsetBatch, stores))
+      val metadataFiles = if (rescaleTo.isEmpty) Nil
+        else stores.map(_.operatorId).distinct.map(op => SparkOperatorMetadataFile.path(logs.root, op))
+      val rewrites = metadataFiles :+ offsetFile
+      rewrites.foreach(backup.keep)
+      backup.write("plan.json", planJson(root, from, to, last, version, rewrites.map(backup.relative), oldPartitions,
+        newPartitions, plans))
       progress.note(s"plan=${backup.dir}")
-      progress.enter("copy", partitions)
       val scratch = new Path(backup.dir, "scratch")
       val copier = copierWith(scratch)
-      val copied = stores.map { store =>
-        reportFor(store) { p =>
-          val source = copier.copy(from, to.className, store, p, version, () => progress.row())
-          val written = copier.digest(to.className, store, p, version)
-          if (written != source) {
-            throw MigrationErrors.verificationFailed(s"${store.label}, partition $p", source.toString, written.toString)
-          }
-          source
-        }
-      }
+      progress.enter("copy", plans.map(_.units.size).sum)
+      val copied = plans.map(plan => reportFor(plan.store, plan.units.map { case (what, sources, targets) =>
+        what -> (() => copyAndVerify(copier, from, to.className, plan, sources, targets, version))
+      }))
       logs.fs.delete(scratch, true)
       // The switch: only now does the checkpoint name the destination. Nothing may have moved meanwhile.
       if (logs.read(offsetFile) != originalText || logs.offsetBatches.lastOption.exists(_ > offsetBatch) ||
@@ -101,13 +110,34 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
         throw MigrationErrors.metadataChanged(offsetFile.toString)
       }
       progress.enter("switch", 0)
-      logs.replace(offsetFile, entry.withConf(Map(ProviderChoice.settingKey -> to.className)).text)
-      val report = MigrationReport(root, ProviderChoice.describe(from), to.name, last, version, dryRun = false,
-        switched = true, copied, Some(backup.dir.toString), rerun, seconds(startedNs))
-      backup.write("switched.json", report.json)
+      // Spark does not read its operator metadata to run the query (the offset entry's partition
+      // count rules), but the state data source and interactive queries do; it changes just before
+      // the switch, so the one step that moves the query is still the last.
+      rescaleTo.foreach(n => metadataFiles.foreach(f => logs.replace(f, SparkOperatorMetadataFile.withPartitions(
+        logs.read(f), n, f.toString))))
+      val conf = Map(ProviderChoice.settingKey -> to.className) ++ rescaleTo.map(n => shufflePartitionsKey -> n.toString)
+      logs.replace(offsetFile, entry.withConf(conf).text)
+      val done = report(copied, dryRun = false, Some(backup.dir.toString))
+      backup.write("switched.json", done.json)
       progress.enter("done", 0)
-      report
+      done
     }
+  }
+
+  private def copyAndVerify(copier: StoreCopier, from: String, to: String, plan: StorePlan, sources: Seq[Int],
+      targets: Seq[Int], version: Long): StoreDigest = {
+    val store = plan.store
+    val place: UnsafeRow => Int = plan.placement.fold((_: UnsafeRow) => sources.head)(p => p.partitionOf(_))
+    val source = copier.copy(from, to, store, sources, targets, place, version, () => progress.row())
+    var misplaced = 0L
+    val written = targets.map(q => copier.digest(to, store, q, version, key => if (place(key) != q) misplaced += 1))
+      .foldLeft(StoreDigest.empty)(_ + _)
+    val what = s"${store.label}, partitions ${targets.mkString(",")}"
+    if (written != source) throw MigrationErrors.verificationFailed(what, source.toString, written.toString)
+    if (misplaced > 0) {
+      throw MigrationErrors.verificationFailed(what, "every key in its partition", s"$misplaced keys in another one")
+    }
+    source
   }
 
   /** Puts back the offset log entry the newest migration replaced, if no batch ran since. */
@@ -136,10 +166,16 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     if (newest != offsetBatch || logs.commitBatches.lastOption.exists(_ > committed)) {
       throw MigrationErrors.undoAfterNewBatches(root, offsetBatch, newest)
     }
-    val offsetFile = logs.offsetFile(offsetBatch)
-    logs.replace(offsetFile, logs.read(backup.kept(offsetFile)))
+    // Every file the migration rewrote, the offset entry (the switch back) last.
+    val restored = backup.keptFiles.sortBy(f => f == logs.offsetFile(offsetBatch))
+    restored.foreach(f => logs.replace(f, logs.read(backup.kept(f))))
+    def partitions(name: String) = switched \ name match {
+      case JInt(n) => n.toInt
+      case _ => 0
+    }
     val report = MigrationReport(root, to, from, committed, committed + 1, dryRun = false, switched = true,
-      Nil, Some(backup.dir.toString), rerun, seconds(startedNs), action = "undo")
+      Nil, Some(backup.dir.toString), rerun, partitions("partitionsTo"), partitions("partitionsFrom"),
+      seconds(startedNs), action = "undo")
     backup.write("undone.json", report.json)
     progress.note(s"undone=${backup.dir} provider=$from")
     report
@@ -178,12 +214,13 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     catch { case NonFatal(e) => throw MigrationErrors.providerUnavailable(className, e) }
 
 
-  private def reportFor(store: StoreToCopy)(partition: Int => StoreDigest): StoreReport = {
+  /** Runs `units` (what, work) of one store with progress, and sums their digests into its report. */
+  private def reportFor(store: StoreToCopy, units: Seq[(String, () => StoreDigest)]): StoreReport = {
     val startedNs = System.nanoTime()
-    val digest = store.partitions.foldLeft(StoreDigest.empty) { (sum, p) =>
-      val what = s"${store.label}, partition $p"
+    val digest = units.foldLeft(StoreDigest.empty) { case (sum, (unit, work)) =>
+      val what = s"${store.label}, $unit"
       progress.starting(what)
-      val d = partition(p)
+      val d = work()
       progress.finished(what, d)
       sum + d
     }
@@ -192,18 +229,26 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
   }
 
   private def planJson(root: String, from: String, to: ProviderChoice, last: Long, version: Long,
-      offsetBatch: Long, stores: Seq[StoreToCopy]): String = {
+      rewrites: Seq[String], oldPartitions: Int, newPartitions: Int, plans: Seq[StorePlan]): String = {
     import org.json4s.{JArray, JObject}
     JsonMethods.pretty(JObject(
       "checkpoint" -> JString(root), "from" -> JString(from), "to" -> JString(to.className),
       "lastCommittedBatch" -> JInt(last), "stateVersion" -> JInt(version),
-      "rewrites" -> JArray(List(JString(s"offsets/$offsetBatch"))),
-      "rerunBatch" -> (if (offsetBatch > last) JInt(offsetBatch) else org.json4s.JNull),
-      "stores" -> JArray(stores.map(s => JObject("operatorId" -> JInt(s.operatorId),
-        "operatorName" -> JString(s.operatorName), "storeName" -> JString(s.storeName),
-        "partitions" -> JInt(s.numPartitions), "partitionsWithState" -> JArray(s.partitions.map(JInt(_)).toList), "keySchema" -> JString(s.keySchema.simpleString),
-        "valueSchema" -> JString(s.valueSchema.simpleString), "numColsPrefixKey" -> JInt(s.numColsPrefixKey))).toList)))
+      "partitionsFrom" -> JInt(oldPartitions), "partitionsTo" -> JInt(newPartitions),
+      "rewrites" -> JArray(rewrites.map(JString(_)).toList),
+      "stores" -> JArray(plans.map { plan =>
+        val s = plan.store
+        JObject("operatorId" -> JInt(s.operatorId), "operatorName" -> JString(s.operatorName),
+          "storeName" -> JString(s.storeName), "partitions" -> JInt(s.numPartitions),
+          "partitionsWithState" -> JArray(s.partitions.map(JInt(_)).toList),
+          "targetPartitions" -> JArray(plan.units.flatMap(_._3).map(JInt(_)).toList),
+          "keySchema" -> JString(s.keySchema.simpleString), "valueSchema" -> JString(s.valueSchema.simpleString),
+          "numColsPrefixKey" -> JInt(s.numColsPrefixKey))
+      }.toList)))
   }
 
   private def seconds(startedNs: Long): Double = (System.nanoTime() - startedNs) / 1e9
+
+  private val shufflePartitionsKey = "spark.sql.shuffle.partitions"
+  private val maxPartitions = 100000
 }

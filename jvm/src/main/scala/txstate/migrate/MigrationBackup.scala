@@ -8,6 +8,8 @@ import scala.util.Using
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileUtil, Path}
+import org.json4s.{JArray, JString}
+import org.json4s.jackson.JsonMethods
 
 /**
  * `CHECKPOINT/_txstate_migration/<time>/`: what one migration changed, written before it changes
@@ -22,6 +24,12 @@ final class MigrationBackup(val dir: Path, logs: CheckpointLogs, hadoopConf: Con
 
   def kept(file: Path): Path = new Path(dir, relative(file))
 
+  /** The checkpoint files this migration saved before rewriting them (the plan's `rewrites`). */
+  def keptFiles: Seq[Path] = JsonMethods.parse(read("plan.json")) \ "rewrites" match {
+    case JArray(items) => items.collect { case JString(rel) => new Path(logs.root, rel) }
+    case _ => Nil
+  }
+
   def write(name: String, text: String): Unit =
     Using.resource(fs.create(new Path(dir, name), true))(_.write(text.getBytes(UTF_8)))
 
@@ -29,7 +37,8 @@ final class MigrationBackup(val dir: Path, logs: CheckpointLogs, hadoopConf: Con
 
   def read(name: String): String = logs.read(new Path(dir, name))
 
-  private def relative(file: Path): String = {
+  /** `file`'s path inside the checkpoint. */
+  def relative(file: Path): String = {
     val root = logs.root.toUri.getPath.stripSuffix("/") + "/"
     file.toUri.getPath.stripPrefix(root)
   }

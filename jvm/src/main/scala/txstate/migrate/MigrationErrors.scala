@@ -55,6 +55,15 @@ object MigrationErrors {
   def alreadyThere(root: String, provider: String): IllegalStateException =
     refused("NOTHING_TO_DO", s"checkpoint $root already runs on $provider; nothing to migrate.")
 
+  def rescaleInPlace(root: String, provider: String, partitions: Int): IllegalStateException =
+    refused("RESCALE_IN_PLACE", s"checkpoint $root runs on $provider: rescaling to $partitions partitions on the " +
+      "same provider would write the new partitions' state over files the original query still needs until the " +
+      s"switch. Rescale while changing provider (--to another provider --partitions $partitions), and move back " +
+      "after the query has run a batch there, if you want.")
+
+  def cannotRescale(store: String, why: String): IllegalStateException =
+    refused("CANNOT_RESCALE", s"$store: $why. Migrate without --partitions to keep the partition count.")
+
   def needsNewerSpark(destination: String, line: String): IllegalStateException =
     refused("NEEDS_NEWER_SPARK", s"writing state with $destination needs Spark 4.2 or newer: Spark $line's " +
       "providers cannot open an empty store at a chosen version. Run migrate with the txstate jar for Spark 4.2+ " +

@@ -14,7 +14,7 @@ final case class StoreReport(operatorId: Long, operatorName: String, storeName: 
 /** The outcome of one run of migrate: returned to Python as JSON and kept in the backup folder. */
 final case class MigrationReport(checkpoint: String, from: String, to: String, lastCommittedBatch: Long,
     stateVersion: Long, dryRun: Boolean, switched: Boolean, stores: Seq[StoreReport], backup: Option[String],
-    rerunBatch: Option[Long], seconds: Double, action: String = "migrate") {
+    rerunBatch: Option[Long], partitionsFrom: Int, partitionsTo: Int, seconds: Double, action: String = "migrate") {
   def rows: Long = stores.map(_.rows).sum
 
   def json: String = JsonMethods.compact(JObject(
@@ -23,5 +23,6 @@ final case class MigrationReport(checkpoint: String, from: String, to: String, l
     "lastCommittedBatch" -> JInt(lastCommittedBatch), "stateVersion" -> JInt(stateVersion),
     "dryRun" -> JBool(dryRun), "switched" -> JBool(switched), "rows" -> JInt(rows),
     "stores" -> JArray(stores.map(_.json).toList), "backup" -> backup.fold[JValue](JNull)(JString(_)),
-    "rerunBatch" -> rerunBatch.fold[JValue](JNull)(JInt(_)), "seconds" -> org.json4s.JDouble(seconds)))
+    "rerunBatch" -> rerunBatch.fold[JValue](JNull)(JInt(_)),
+    "partitionsFrom" -> JInt(partitionsFrom), "partitionsTo" -> JInt(partitionsTo), "seconds" -> org.json4s.JDouble(seconds)))
 }

@@ -13,10 +13,11 @@ import org.apache.spark.sql.internal.SQLConf
 import txstate.checkpoint.SnapshotNames
 
 /**
- * Moves one partition of one store from a source provider to a destination provider through
- * Spark's provider API: the source's read store at the committed version is iterated, and every
- * row is put into a destination store whose commit lands exactly on that version. Each provider
- * writes its own files in its own format.
+ * Moves a store from a source provider to a destination provider through Spark's provider API:
+ * the source's read stores at the committed version are iterated, and every row is put into the
+ * destination store of its partition (the same partition, or, when rescaling, the one Spark's
+ * shuffle places its key in), whose commit lands exactly on that version. Each provider writes its
+ * own files in its own format.
  *
  * Landing on a chosen version takes an empty store opened one version below it (`loadEmpty`):
  * txstate has one on every Spark line, Spark's RocksDB provider from Spark 4.2. Spark's HDFS
@@ -37,34 +38,83 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
     conf
   }
 
-  /** Copies `store`'s `partition` at `version`; returns the digest of the rows read from the source. */
-  def copy(from: String, to: String, store: StoreToCopy, partition: Int, version: Long, onRow: () => Unit): StoreDigest =
-    if (to == ProviderChoice.Hdfs.className) copyAsHdfsSnapshot(from, store, partition, version, onRow)
-    else withProvider(to, store, partition, stateRoot, storeConf) { destination =>
-      val out = EmptyStoreAt.open(destination, version - 1, ProviderChoice.describe(to))
-      val digest = fill(out, from, store, partition, version, onRow)
-      expectVersion(out.commit(), version, to, store, partition)
-      digest
-    }
+  /**
+   * Copies `store` at `version` from the partitions `sources` into the partitions `targets`,
+   * sending each row to `placement(key)` (one of `targets`); returns the digest of the rows read.
+   * Every target gets a store at `version`, empty if no row goes there (Spark loads each one).
+   */
+  def copy(from: String, to: String, store: StoreToCopy, sources: Seq[Int], targets: Seq[Int],
+      placement: UnsafeRow => Int, version: Long, onRow: () => Unit): StoreDigest = {
+    val landings = scala.collection.mutable.LinkedHashMap.empty[Int, Landing]
+    try {
+      targets.foreach(q => landings(q) = openLanding(to, store, q, version))
+      val digest = new StoreDigest.Builder
+      sources.foreach { p =>
+        read(from, store, p, version) { (key, value) =>
+          digest.add(key, value)
+          val q = placement(key)
+          val landing = landings.getOrElse(q, throw new IllegalStateException(s"[TXSTATE_MIGRATION_PLACEMENT] " +
+            s"${store.label}: a key of partition $p was placed in partition $q, not one of ${targets.mkString(", ")}"))
+          // Spark's iterators reuse their rows, and a heap provider keeps what it is given.
+          landing.out.put(key.copy(), value.copy())
+          onRow()
+        }
+      }
+      landings.values.foreach(_.finish())
+      if (from == ProviderChoice.TxState.className && to == ProviderChoice.Hdfs.className) {
+        targets.foreach(q => renameTxStateManifests(storeDir(stateRoot, store, q)))
+      }
+      digest.result
+    } catch {
+      case NonFatal(e) =>
+        landings.values.foreach(l => try l.abort() catch { case NonFatal(suppressed) => e.addSuppressed(suppressed) })
+        throw e
+    } finally landings.values.foreach(_.close())
+  }
 
-  /** The digest of `store`'s `partition` at `version` as `provider` reads it back. */
-  def digest(provider: String, store: StoreToCopy, partition: Int, version: Long): StoreDigest = {
+  /** The digest of `store`'s `partition` at `version` as `provider` reads it back; `check` sees each key. */
+  def digest(provider: String, store: StoreToCopy, partition: Int, version: Long,
+      check: UnsafeRow => Unit = _ => ()): StoreDigest = {
     val digest = new StoreDigest.Builder
-    read(provider, store, partition, version)((key, value) => digest.add(key, value))
+    read(provider, store, partition, version) { (key, value) =>
+      check(key)
+      digest.add(key, value)
+    }
     digest.result
   }
 
-  private def copyAsHdfsSnapshot(from: String, store: StoreToCopy, partition: Int, version: Long,
-      onRow: () => Unit): StoreDigest = {
-    val hdfs = ProviderChoice.Hdfs.className
-    val anyDeltaMakesASnapshot = storeConf + (SQLConf.STATE_STORE_MIN_DELTAS_FOR_SNAPSHOT.key -> "0")
-    val digest = withProvider(hdfs, store, partition, scratch, anyDeltaMakesASnapshot) { destination =>
-      val out = destination.getStore(0L)
-      val digest = fill(out, from, store, partition, version, onRow)
-      expectVersion(out.commit(), 1, hdfs, store, partition)
-      destination.doMaintenance()
-      digest
+  /** One destination partition being written: its provider, its open store, and how it is committed. */
+  private final class Landing(provider: StateStoreProvider, val out: StateStore, commit: () => Unit) {
+    private var committed = false
+    def finish(): Unit = { commit(); committed = true }
+    def abort(): Unit = if (!committed) out.abort()
+    def close(): Unit = provider.close()
+  }
+
+  /**
+   * A store of `to` for `partition` whose commit lands on `version`: opened one version below with
+   * `loadEmpty`, or, for Spark's HDFS provider, written as version 1 in the scratch folder, made a
+   * snapshot by its own maintenance and moved to the wanted version's name.
+   */
+  private def openLanding(to: String, store: StoreToCopy, partition: Int, version: Long): Landing =
+    if (to == ProviderChoice.Hdfs.className) {
+      val hdfs = ProviderChoice.Hdfs.className
+      val anyDeltaMakesASnapshot = storeConf + (SQLConf.STATE_STORE_MIN_DELTAS_FOR_SNAPSHOT.key -> "0")
+      val provider = initProvider(hdfs, store, partition, scratch, anyDeltaMakesASnapshot)
+      val out = try provider.getStore(0L) catch { case NonFatal(e) => provider.close(); throw e }
+      new Landing(provider, out, () => {
+        expectVersion(out.commit(), 1, hdfs, store, partition)
+        provider.doMaintenance()
+        moveSnapshot(store, partition, version)
+      })
+    } else {
+      val provider = initProvider(to, store, partition, stateRoot, storeConf)
+      val out = try EmptyStoreAt.open(provider, version - 1, ProviderChoice.describe(to))
+        catch { case NonFatal(e) => provider.close(); throw e }
+      new Landing(provider, out, () => expectVersion(out.commit(), version, to, store, partition))
     }
+
+  private def moveSnapshot(store: StoreToCopy, partition: Int, version: Long): Unit = {
     val written = new Path(storeDir(scratch, store, partition), "1.snapshot")
     val target = new Path(storeDir(stateRoot, store, partition), s"$version.snapshot")
     val fs = target.getFileSystem(hadoopConf)
@@ -73,8 +123,6 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
       throw new java.io.IOException(s"[TXSTATE_MIGRATION_HDFS_SNAPSHOT] ${store.label}, partition $partition: " +
         s"Spark's HDFS provider did not leave the snapshot $written to move to $target")
     }
-    if (from == ProviderChoice.TxState.className) renameTxStateManifests(target.getParent)
-    digest
   }
 
   /**
@@ -84,7 +132,7 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
    */
   private def renameTxStateManifests(dir: Path): Unit = {
     val fs = dir.getFileSystem(hadoopConf)
-    fs.listStatus(dir).toSeq.filter(_.isFile).foreach { status =>
+    if (fs.exists(dir)) fs.listStatus(dir).toSeq.filter(_.isFile).foreach { status =>
       SnapshotNames.renamedBesideHdfs(status.getPath.getName).foreach { name =>
         val target = new Path(dir, name)
         if (!fs.rename(status.getPath, target)) {
@@ -93,24 +141,6 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
       }
     }
   }
-
-  /** Puts every source row into `out`; aborts `out` on failure. */
-  private def fill(out: StateStore, from: String, store: StoreToCopy, partition: Int, version: Long,
-      onRow: () => Unit): StoreDigest =
-    try {
-      val digest = new StoreDigest.Builder
-      read(from, store, partition, version) { (key, value) =>
-        digest.add(key, value)
-        // Spark's iterators reuse their rows, and a heap provider keeps what it is given.
-        out.put(key.copy(), value.copy())
-        onRow()
-      }
-      digest.result
-    } catch {
-      case NonFatal(e) =>
-        try out.abort() catch { case NonFatal(suppressed) => e.addSuppressed(suppressed) }
-        throw e
-    }
 
   private def expectVersion(committed: Long, expected: Long, provider: String, store: StoreToCopy, partition: Int): Unit =
     if (committed != expected) {
@@ -131,13 +161,18 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
 
   private def withProvider[T](className: String, store: StoreToCopy, partition: Int, root: Path,
       settings: Map[String, String])(use: StateStoreProvider => T): T = {
+    val provider = initProvider(className, store, partition, root, settings)
+    try use(provider) finally provider.close()
+  }
+
+  private def initProvider(className: String, store: StoreToCopy, partition: Int, root: Path,
+      settings: Map[String, String]): StateStoreProvider = {
     val id = StateStoreId(root.toString, store.operatorId, partition, store.storeName)
     val provider = StateStoreProvider.create(className)
-    try {
-      provider.init(id, store.keySchema, store.valueSchema, store.encoderSpec, false, storeConfOf(settings), hadoopConf,
-        false, None)
-      use(provider)
-    } finally provider.close()
+    try provider.init(id, store.keySchema, store.valueSchema, store.encoderSpec, false, storeConfOf(settings),
+      hadoopConf, false, None)
+    catch { case NonFatal(e) => provider.close(); throw e }
+    provider
   }
 
   private def storeConfOf(settings: Map[String, String]): StateStoreConf = {
