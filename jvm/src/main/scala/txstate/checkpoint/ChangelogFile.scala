@@ -11,10 +11,18 @@ import txstate.engine.ChangeRecord
 /**
  * The durable record of one version (or one early-commit segment of it), in a [[FramedFile]]: the
  * header, every change in apply order, then an end marker and the record count.
+ *
+ * Format 2 (written after 0.1.0) puts a codec byte after the header and encodes the records, end
+ * marker and count with that codec ([[ChangelogCodec]], LZ4). Format 1 (0.1.0) stores them plain;
+ * it is still read, so checkpoints written before stay usable. The header is never encoded, so
+ * lineage checks read it without decoding anything.
  */
 object ChangelogFile {
   val magic: Array[Byte] = "TXCL".getBytes(US_ASCII)
-  val formatVersion: Int = 1
+  val formatVersion: Int = 2
+  private val plainFormat = 1
+  private val readableFormats = Seq(plainFormat, formatVersion)
+  private val codec: ChangelogCodec = ChangelogCodec.Lz4
 
   private val endTag: Byte = 0
   private val putTag: Byte = 1
@@ -31,26 +39,43 @@ object ChangelogFile {
       out.writeLong(header.numKeys)
       out.writeLong(header.commitTimeMs)
       out.writeInt(header.segments)
+      out.writeByte(codec.id)
+      val encoder = codec.encoder(out)
+      val records = new DataOutputStream(encoder)
       var count = 0L
       changes.foreach { change =>
         change match {
-          case ChangeRecord.Put(k, v) => out.writeByte(putTag); writeBytes(out, k); writeBytes(out, v)
-          case ChangeRecord.Delete(k) => out.writeByte(deleteTag); writeBytes(out, k)
+          case ChangeRecord.Put(k, v) => records.writeByte(putTag); writeBytes(records, k); writeBytes(records, v)
+          case ChangeRecord.Delete(k) => records.writeByte(deleteTag); writeBytes(records, k)
           case ChangeRecord.DeleteRange(from, until) =>
-            out.writeByte(deleteRangeTag); writeBytes(out, from); writeBytes(out, until)
+            records.writeByte(deleteRangeTag); writeBytes(records, from); writeBytes(records, until)
         }
         count += 1
       }
-      out.writeByte(endTag)
-      out.writeLong(count)
+      records.writeByte(endTag)
+      records.writeLong(count)
+      records.flush()
+      encoder.finish()
     }
 
   /** Reads and verifies a whole changelog. Any damage raises [[CorruptChangelogException]] naming the file. */
   def read(files: CheckpointFileManager, path: Path): Changelog = {
     val bytes = FramedFile.readAll(files, path)(CheckpointErrors.missingChangelog(path, _))
-    val in = FramedFile.open(bytes, magic, formatVersion, "changelog")(corrupt(path, _))
-    Changelog(readHeader(in, path), new RecordIterator(in, path))
+    val (format, in) = FramedFile.open(bytes, magic, readableFormats, "changelog")(corrupt(path, _))
+    val header = readHeader(in, path)
+    Changelog(header, new RecordIterator(recordsOf(format, in, path), path))
   }
+
+  /** The records' stream: plain in format 1, decoded by the codec the file names in format 2. */
+  private def recordsOf(format: Int, in: DataInputStream, path: Path): DataInputStream =
+    if (format == plainFormat) in
+    else {
+      val id = try in.readByte() catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
+      val codec = ChangelogCodec.byId(id).getOrElse(throw corrupt(path, s"its records use the unknown codec $id " +
+        s"(this build reads ${ChangelogCodec.all.map(c => s"${c.id} (${c.name})").mkString(", ")}): it was written " +
+        "by a newer txstate-spark, use that version or newer"))
+      new DataInputStream(codec.decoder(in))
+    }
 
   /**
    * Reads just the header, for lineage checks that must not load every record. It is verified
@@ -62,7 +87,7 @@ object ChangelogFile {
       catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.missingChangelog(path, e) }
     try {
       val data = new DataInputStream(in)
-      try FramedFile.openHeader(data, magic, formatVersion, "changelog")(corrupt(path, _))
+      try FramedFile.openHeader(data, magic, readableFormats, "changelog")(corrupt(path, _))
       catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
       readHeader(data, path)
     } finally in.close()
@@ -120,6 +145,9 @@ object ChangelogFile {
         }
       } catch {
         case e: EOFException => throw corrupt(path, s"it ends inside record ${count + 1}", e)
+        // The frame's checksum matched, so this is a codec fault, not damage on disk; still name the file.
+        case e @ (_: java.io.IOException | _: net.jpountz.lz4.LZ4Exception) =>
+          throw corrupt(path, s"its records cannot be decoded at record ${count + 1}", e)
       }
   }
 

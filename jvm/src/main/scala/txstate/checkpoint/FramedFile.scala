@@ -56,11 +56,12 @@ private[checkpoint] object FramedFile {
     }
 
   /**
-   * Verifies `bytes` as a frame of `magic` at `formatVersion` and returns a stream over its body
-   * (after the format version, before the checksum). `corrupt` builds the caller's typed error.
+   * Verifies `bytes` as a frame of `magic` in one of `formats` and returns the format found and a
+   * stream over its body (after the format version, before the checksum). `corrupt` builds the
+   * caller's typed error.
    */
-  def open(bytes: Array[Byte], magic: Array[Byte], formatVersion: Int, kind: String)
-      (corrupt: String => Throwable): DataInputStream = {
+  def open(bytes: Array[Byte], magic: Array[Byte], formats: Seq[Int], kind: String)
+      (corrupt: String => Throwable): (Int, DataInputStream) = {
     if (bytes.length < headerBytes + checksumBytes) {
       throw corrupt(s"it is ${bytes.length} bytes long, too short to be a $kind")
     }
@@ -70,21 +71,25 @@ private[checkpoint] object FramedFile {
     val stored = java.nio.ByteBuffer.wrap(bytes, bytes.length - checksumBytes, checksumBytes).getInt
     if (stored != crc.getValue.toInt) throw corrupt("its CRC32C checksum does not match its content")
     val in = new DataInputStream(new ByteArrayInputStream(bytes, magic.length, bytes.length - magic.length - checksumBytes))
-    checkFormat(in.readInt(), formatVersion, kind, corrupt)
-    in
+    (checkFormat(in.readInt(), formats, kind, corrupt), in)
   }
 
-  /** Checks the magic and format at the start of a stream (header-only reads that skip the checksum). */
-  def openHeader(in: DataInputStream, magic: Array[Byte], formatVersion: Int, kind: String)
-      (corrupt: String => Throwable): Unit = {
+  /**
+   * Checks the magic and format at the start of a stream (header-only reads that skip the
+   * checksum); returns the format found.
+   */
+  def openHeader(in: DataInputStream, magic: Array[Byte], formats: Seq[Int], kind: String)
+      (corrupt: String => Throwable): Int = {
     val found = new Array[Byte](magic.length)
     in.readFully(found)
     if (!startsWithMagic(found, magic)) throw corrupt(s"it does not start with the txstate $kind magic bytes")
-    checkFormat(in.readInt(), formatVersion, kind, corrupt)
+    checkFormat(in.readInt(), formats, kind, corrupt)
   }
 
-  private def checkFormat(found: Int, expected: Int, kind: String, corrupt: String => Throwable): Unit =
-    if (found != expected) throw corrupt(s"it has $kind format $found; this build reads format $expected")
+  private def checkFormat(found: Int, readable: Seq[Int], kind: String, corrupt: String => Throwable): Int =
+    if (readable.contains(found)) found
+    else throw corrupt(s"it has $kind format $found; this build reads format ${readable.mkString(" and ")}" +
+      (if (found > readable.max) ": it was written by a newer txstate-spark, use that version or newer" else ""))
 
   private def startsWithMagic(bytes: Array[Byte], magic: Array[Byte]): Boolean =
     java.util.Arrays.equals(bytes, 0, magic.length, magic, 0, magic.length)

@@ -47,7 +47,8 @@ object SnapshotManifest {
 
   def read(files: CheckpointFileManager, path: Path): SnapshotManifest = {
     val bytes = FramedFile.readAll(files, path)(CheckpointErrors.corruptSnapshot(path, "the manifest is missing", _))
-    val in = FramedFile.open(bytes, magic, formatVersion, "snapshot manifest")(CheckpointErrors.corruptSnapshot(path, _))
+    val (_, in) = FramedFile.open(bytes, magic, Seq(formatVersion), "snapshot manifest")(
+      CheckpointErrors.corruptSnapshot(path, _))
     try readBody(in)
     catch { case e: EOFException => throw CheckpointErrors.corruptSnapshot(path, "it is truncated", e) }
   }

@@ -197,4 +197,69 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
       assert(log.records.map(describe).toVector == Vector(describe(ChangeRecord.Delete(b("x")))))
     } finally cp.close()
   }
+
+  /** Where the codec byte of a format-2 changelog with `header` sits: after the frame and header fields. */
+  private def codecOffset(h: ChangelogHeader): Int =
+    4 + 4 + 8 + (2 + h.checkpointId.length) + 1 + h.baseCheckpointId.fold(0)(2 + _.length) + 8 + 8 + 4
+
+  /** Recomputes the frame's trailing CRC32C after a deliberate edit, so only the edit is wrong. */
+  private def resealed(bytes: Array[Byte]): Array[Byte] = {
+    val crc = new java.util.zip.CRC32C
+    crc.update(bytes, 0, bytes.length - 4)
+    java.nio.ByteBuffer.wrap(bytes, bytes.length - 4, 4).putInt(crc.getValue.toInt)
+    bytes
+  }
+
+  test("a changelog written by 0.1.0 (format 1, records stored plain) still reads, header and records") {
+    // Written by txstate-spark 0.1.0's ChangelogFile (jvm/src/test/resources/fixtures/changelog-format1).
+    val fixture = new File(getClass.getResource("/fixtures/changelog-format1/7_id-7.txlog").toURI)
+    val cp = newCheckpoint()
+    try {
+      val path = cp.changelogPath(7, Some("id-7"))
+      Files.createDirectories(localFile(path).getParentFile.toPath)
+      Files.copy(fixture.toPath, localFile(path).toPath)
+      assert(Files.readAllBytes(fixture.toPath)(7) == 1, "the fixture is format 1")
+      val expected = Vector(
+        ChangeRecord.DeleteRange(b("a"), b("c")),
+        ChangeRecord.Put(b("b"), b("after the range")),
+        ChangeRecord.Put(Array[Byte](0, -1, 127, -128), Array.emptyByteArray),
+        ChangeRecord.Put(b("big"), Array.tabulate(5000)(_.toByte)),
+        ChangeRecord.Delete(b("gone")))
+      val log = cp.readChangelog(7, Some("id-7"))
+      assert(log.header == header.copy(segments = 0))
+      assert(log.records.map(describe).toVector == expected.map(describe))
+      assert(cp.readChangelogHeader(7, Some("id-7")) == header.copy(segments = 0))
+    } finally cp.close()
+  }
+
+  test("records are stored LZ4-encoded (format 2, codec named after the header): a batch of rows shrinks") {
+    val cp = newCheckpoint()
+    try {
+      // Rows shaped like a streaming aggregation's: UnsafeRow-like keys and values, mostly zeros.
+      val rows = (0 until 5000).map { i =>
+        val key = new Array[Byte](32)
+        val value = new Array[Byte](40)
+        java.nio.ByteBuffer.wrap(key).putLong(8, 16L << 32 | 8).put(24, (i % 251).toByte).put(25, (i / 251).toByte)
+        java.nio.ByteBuffer.wrap(value).putLong(8, i.toLong).putLong(16, 3L * i)
+        ChangeRecord.Put(key, value)
+      }
+      val raw = rows.map(r => 1 + 4 + r.key.length + 4 + r.value.length).sum
+      val written = cp.writeChangelog(header, None, rows.iterator)
+      val bytes = Files.readAllBytes(localFile(cp.changelogPath(7, None)).toPath)
+      assert(bytes(7) == 2, "format 2")
+      assert(bytes(codecOffset(header)) == ChangelogCodec.Lz4.id)
+      assert(written < raw / 3, s"$written bytes written for $raw bytes of records")
+      assert(cp.readChangelog(7, None).records.map(describe).toVector == rows.map(describe))
+    } finally cp.close()
+  }
+
+  test("records in a codec this build does not know are reported as corrupt, naming the file and the codec") {
+    val cp = newCheckpoint()
+    try {
+      val path = writeDamaged(cp)(bytes => resealed { bytes(codecOffset(header)) = 7; bytes })
+      val e = assertCorrupt(cp, path, "unknown codec 7")(cp.readChangelog(7, None).records.toVector)
+      assert(e.getMessage.contains("newer txstate-spark"), e.getMessage)
+      assert(cp.readChangelogHeader(7, None) == header, "the header stays readable: lineage checks need no codec")
+    } finally cp.close()
+  }
 }
