@@ -84,7 +84,8 @@ def _add_migrate(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     migrate.add_argument("checkpoint", metavar="CHECKPOINT", help="the query's checkpointLocation (path or URI)")
     migrate.add_argument("--to", choices=DESTINATIONS, help="the destination provider")
-    migrate.add_argument("--partitions", type=int, metavar="N", help="rescale the state to N partitions (the query's shuffle partitions)")
+    migrate.add_argument("--partitions", type=int, metavar="N",
+                         help="rescale the state to N partitions (the query's shuffle partitions from then on)")
     migrate.add_argument("--dry-run", action="store_true", help="print the plan and row counts, change nothing")
     migrate.add_argument("--undo", action="store_true", help="restore the provider the newest migration replaced")
     migrate.add_argument("--active-window", type=int, default=DEFAULT_ACTIVE_WINDOW_SECONDS, metavar="SECONDS",

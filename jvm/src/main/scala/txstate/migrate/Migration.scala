@@ -11,16 +11,17 @@ import org.json4s.jackson.JsonMethods
 import txstate.spark.LiveStores
 
 /**
- * Moves a stopped query's state from the provider its checkpoint records to another one, so that
- * the query, restarted unchanged, runs its next batch on the new provider with exactly the state
- * it had (docs/ARCHITECTURE.md, "Migration").
+ * Moves a stopped query's state from the provider its checkpoint records to another one, and
+ * optionally to another partition count, so that the query, restarted unchanged, runs its next
+ * batch on the new provider with exactly the state it had (docs/ARCHITECTURE.md, "Migration").
  *
  * Order of work, chosen so that a crash at any point leaves the original checkpoint usable or the
- * migrated one complete: inspect and refuse; back up the offset log entry and write the plan;
- * copy every store partition at the committed version with the destination's own provider and
- * verify it by reading it back; then switch, which is one atomic replace of the last offset log
- * entry (the provider class Spark re-applies at restart). Until the switch the destination's files
- * sit beside the source's, which neither provider reads.
+ * migrated one complete: inspect and refuse; back up the files it will rewrite and write the plan;
+ * copy every store at the committed version with the destination's own provider (re-placing
+ * every key when rescaling) and verify it by reading it back; then switch, which is one atomic
+ * replace of the offset log entry Spark reads at restart (the provider class and partition count
+ * it re-applies). Until the switch the destination's files sit beside the source's, which neither
+ * provider reads.
  *
  * @param sessionConf the session's settings (provider settings such as txstate.* are taken from here)
  */
@@ -140,7 +141,7 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     source
   }
 
-  /** Puts back the offset log entry the newest migration replaced, if no batch ran since. */
+  /** Puts back every file the newest migration rewrote (offset entry, operator metadata), if no batch ran since. */
   private def undo(options: MigrationOptions): MigrationReport = {
     val startedNs = System.nanoTime()
     val logs = open(options.checkpoint)

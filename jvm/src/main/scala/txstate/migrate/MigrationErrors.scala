@@ -61,6 +61,10 @@ object MigrationErrors {
       s"switch. Rescale while changing provider (--to another provider --partitions $partitions), and move back " +
       "after the query has run a batch there, if you want.")
 
+  def misplaced(store: String, from: Int, placed: Int, targets: Seq[Int]): IllegalStateException =
+    refused("PLACEMENT", s"$store: a key of partition $from was placed in partition $placed, not one of " +
+      s"${targets.mkString(", ")}. Nothing was switched; report this with the plan in _txstate_migration/.")
+
   def cannotRescale(store: String, why: String): IllegalStateException =
     refused("CANNOT_RESCALE", s"$store: $why. Migrate without --partitions to keep the partition count.")
 

@@ -53,8 +53,7 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
         read(from, store, p, version) { (key, value) =>
           digest.add(key, value)
           val q = placement(key)
-          val landing = landings.getOrElse(q, throw new IllegalStateException(s"[TXSTATE_MIGRATION_PLACEMENT] " +
-            s"${store.label}: a key of partition $p was placed in partition $q, not one of ${targets.mkString(", ")}"))
+          val landing = landings.getOrElse(q, throw MigrationErrors.misplaced(store.label, p, q, targets))
           // Spark's iterators reuse their rows, and a heap provider keeps what it is given.
           landing.out.put(key.copy(), value.copy())
           onRow()
