@@ -22,6 +22,7 @@ from typing import Callable
 import pytest
 
 from streaming_harness import (
+    CHECKPOINT_FORMAT_CONF,
     HDFS_PROVIDER,
     REPO_ROOT,
     ROCKSDB_PROVIDER,
@@ -37,6 +38,7 @@ from test_operator_equivalence import (
     FORMAT_V2_CASES,
     OPERATOR_CASES,
     check_keyed_update,
+    commit_log_checkpoint_ids,
     keyed_aggregation,
     run_reference,
 )
@@ -84,6 +86,52 @@ def test_a_migrated_query_emits_what_the_unmigrated_reference_emits(spark, work_
     if len(report.stores) == 1:
         (operator,) = migrated.state_progress[report.last_committed_batch]
         assert report.rows == operator[1], (report, operator)
+
+
+# --------------------------------------------------------------------------------------------
+# Checkpoint format 2: the commit log names the checkpoint id each store partition loads. A query
+# on Spark's RocksDB provider moves to txstate, whose copies take exactly those ids, so the commit
+# log is left as it was and the restarted query loads the migrated stores by the logged ids.
+
+
+@pytest.mark.parametrize("case_name", FORMAT_V2_CASES)
+def test_a_format_2_query_moves_from_rocksdb_to_txstate_keeping_its_commit_log(spark, work_dir, case_name):
+    case = CASES[case_name]
+    reference = run_reference(spark, case, work_dir)
+    reports: list[MigrationReport] = []
+
+    def migrate_keeping_ids(run_index: int, checkpoint: Path) -> None:
+        if run_index != 0:
+            return
+        before = commit_log_checkpoint_ids(checkpoint)
+        reports.append(migrate(spark, str(checkpoint), to="txstate", active_window_seconds=0))
+        assert commit_log_checkpoint_ids(checkpoint) == before, "the migration must not touch the commit log"
+        last = reports[0].last_committed_batch
+        assert before.get(last), f"commits/{last} names no checkpoint ids: {before}"
+        # Each logged id of the migrated version names a txstate changelog (`<version>_<id>.txlog`).
+        for operator, partitions in before[last].items():
+            for partition, store_ids in enumerate(partitions):
+                store_dir = checkpoint / "state" / operator / str(partition)
+                names = {f.name for f in store_dir.rglob(f"{last + 1}_*.txlog")}
+                assert {f"{last + 1}_{i}.txlog" for i in store_ids} <= names, (operator, partition, store_ids, names)
+
+    migrated = run_case(spark, case, ROCKSDB_PROVIDER, work_dir / "migrated",
+                        extra_conf={CHECKPOINT_FORMAT_CONF: "2"}, after_run=migrate_keeping_ids,
+                        expect_provider=TXSTATE_PROVIDER)
+    # The restarted query loaded the migrated stores by the logged ids and ran on exactly their state.
+    assert_same_output(reference, migrated, f"{case_name} at format 2 migrated from rocksdb to txstate")
+    assert len(reports) == 1
+
+
+def test_a_format_2_query_is_refused_where_the_destination_cannot_take_the_logged_ids(spark, work_dir):
+    run_case(spark, first_run_only(CASES["aggregation_update"]), TXSTATE_PROVIDER, work_dir,
+             extra_conf={CHECKPOINT_FORMAT_CONF: "2"})
+    checkpoint = str(work_dir / "checkpoint")
+    with pytest.raises(TxStateMigrationError, match="CHECKPOINT_FORMAT.*rocksdb cannot take given ids"):
+        migrate(spark, checkpoint, to="rocksdb", active_window_seconds=0)
+    with pytest.raises(TxStateMigrationError, match="CHECKPOINT_FORMAT.*hdfs cannot take given ids"):
+        migrate(spark, checkpoint, to="hdfs", active_window_seconds=0)
+    assert recorded_provider(work_dir / "checkpoint") == TXSTATE_PROVIDER
 
 
 # --------------------------------------------------------------------------------------------

@@ -52,7 +52,6 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     val originalText = logs.read(offsetFile)
     val entry = OffsetLogEntry.parse(originalText, offsetFile)
     val from = entry.conf.getOrElse(ProviderChoice.settingKey, ProviderChoice.Hdfs.className)
-    refuseFormatV2(logs, entry, last)
     val to = options.destination
     val stores = StoreInventory.read(logs.root, hadoopConf)
     val oldPartitions = entry.conf.get(shufflePartitionsKey).flatMap(_.toIntOption)
@@ -66,11 +65,14 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
         MigrationErrors.rescaleInPlace(root, ProviderChoice.describe(from), _))
     }
     Seq(from, to.className).foreach(loadable)
+    val formatV2 = formatV2Ids(logs, entry, last, stores, to, rescaleTo)
+    val checkpointIds: StoreToCopy => Int => Option[String] = formatV2.getOrElse(_ => _ => None)
     val plans = stores.map(store => StorePlan(store, rescaleTo))
     val version = last + 1
     // The session's settings, overlaid with those the query recorded (Spark re-applies them at restart).
-    def copierWith(scratch: Path) = new StoreCopier(new Path(logs.root, "state"), sessionConf ++ entry.conf, hadoopConf,
-      scratch)
+    // Spark does not record the checkpoint format; the commit log's ids show it, and the providers need it.
+    val storeConf = sessionConf ++ entry.conf ++ formatV2.map(_ => checkpointFormatKey -> "2")
+    def copierWith(scratch: Path) = new StoreCopier(new Path(logs.root, "state"), storeConf, hadoopConf, scratch)
     val partitions = stores.map(_.partitions.size).sum
     val newPartitions = rescaleTo.getOrElse(oldPartitions)
     progress.note(s"checkpoint=$root from=${ProviderChoice.describe(from)} to=${to.name} batch=$last " +
@@ -83,7 +85,8 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     if (options.dryRun) {
       progress.enter("count", partitions)
       val counted = plans.map(plan => reportFor(plan.store, plan.store.partitions.map(p =>
-        s"partition $p" -> (() => copierWith(logs.root).digest(from, plan.store, p, version)))))
+        s"partition $p" -> (() => copierWith(logs.root).digest(from, plan.store, p, version,
+          checkpointIds(plan.store)(p))))))
       report(counted, dryRun = true, None)
     } else {
       // A stopped query's txstate providers may still be loaded here (same application): they
@@ -102,7 +105,8 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
       val copier = copierWith(scratch)
       progress.enter("copy", plans.map(_.units.size).sum)
       val copied = plans.map(plan => reportFor(plan.store, plan.units.map { case (what, sources, targets) =>
-        what -> (() => copyAndVerify(copier, from, to.className, plan, sources, targets, version))
+        what -> (() => copyAndVerify(copier, from, to.className, plan, sources, targets, version,
+          checkpointIds(plan.store)))
       }))
       logs.fs.delete(scratch, true)
       // The switch: only now does the checkpoint name the destination. Nothing may have moved meanwhile.
@@ -126,12 +130,13 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
   }
 
   private def copyAndVerify(copier: StoreCopier, from: String, to: String, plan: StorePlan, sources: Seq[Int],
-      targets: Seq[Int], version: Long): StoreDigest = {
+      targets: Seq[Int], version: Long, checkpointIds: Int => Option[String]): StoreDigest = {
     val store = plan.store
     val place: UnsafeRow => Int = plan.placement.fold((_: UnsafeRow) => sources.head)(p => p.partitionOf(_))
-    val source = copier.copy(from, to, store, sources, targets, place, version, () => progress.row())
+    val source = copier.copy(from, to, store, sources, targets, place, version, checkpointIds, () => progress.row())
     var misplaced = 0L
-    val written = targets.map(q => copier.digest(to, store, q, version, key => if (place(key) != q) misplaced += 1))
+    val written = targets.map(q => copier.digest(to, store, q, version, checkpointIds(q),
+      key => if (place(key) != q) misplaced += 1))
       .foldLeft(StoreDigest.empty)(_ + _)
     val what = s"${store.label}, partitions ${targets.mkString(",")}"
     if (written != source) throw MigrationErrors.verificationFailed(what, source.toString, written.toString)
@@ -201,12 +206,33 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
       }
     }
 
-  /** Format 2 records per-partition checkpoint ids that the destination would have to match. */
-  private def refuseFormatV2(logs: CheckpointLogs, entry: OffsetLogEntry, last: Long): Unit = {
-    val commit = logs.read(logs.commitFile(last))
-    if (entry.conf.get("spark.sql.streaming.stateStore.checkpointFormatVersion").contains("2") ||
-        commit.contains("\"stateUniqueIds\":{\"")) {
-      throw MigrationErrors.checkpointFormatV2(logs.root.toString, last)
+  /**
+   * Under checkpoint format 2, `commits/<last>` names the checkpoint id Spark loads each store
+   * partition at; the copies must carry the same ids, so the commit log needs no change and the
+   * switch stays one atomic write. Only txstate takes a chosen id (Spark's RocksDB provider picks
+   * its own, the HDFS provider keeps none), and rescaling changes how many ids there are: both are
+   * refused. Returns each store's ids by partition, or None under format 1.
+   */
+  private def formatV2Ids(logs: CheckpointLogs, entry: OffsetLogEntry, last: Long, stores: Seq[StoreToCopy],
+      to: ProviderChoice, rescaleTo: Option[Int]): Option[StoreToCopy => Int => Option[String]] = {
+    val ids = CommitLogIds.parse(logs.read(logs.commitFile(last)))
+    val root = logs.root.toString
+    if (!entry.conf.get(checkpointFormatKey).contains("2") && ids.isEmpty) None
+    else {
+      if (to != ProviderChoice.TxState) {
+        throw MigrationErrors.checkpointFormatV2(root, last, s"${to.name} cannot take given ids (Spark's RocksDB " +
+          "provider picks its own, the HDFS provider keeps none), so the commit log would have to change in a " +
+          "second step that cannot be atomic with the switch. Migrate to txstate, which takes them.")
+      }
+      rescaleTo.foreach { n =>
+        throw MigrationErrors.checkpointFormatV2(root, last, s"Rescaling to $n partitions changes how many ids the " +
+          "commit log must list; migrate without --partitions.")
+      }
+      // Every id must be there before anything is written.
+      for (store <- stores; p <- store.partitions if ids.of(store.operatorId, p, store.storeIndex).isEmpty) {
+        throw MigrationErrors.missingCheckpointId(root, last, store.label, p)
+      }
+      Some(store => p => ids.of(store.operatorId, p, store.storeIndex))
     }
   }
 
@@ -251,5 +277,6 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
   private def seconds(startedNs: Long): Double = (System.nanoTime() - startedNs) / 1e9
 
   private val shufflePartitionsKey = "spark.sql.shuffle.partitions"
+  private val checkpointFormatKey = "spark.sql.streaming.stateStore.checkpointFormatVersion"
   private val maxPartitions = 100000
 }

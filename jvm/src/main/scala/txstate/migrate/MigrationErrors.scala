@@ -40,10 +40,15 @@ object MigrationErrors {
   def unsupportedOperator(root: String, operatorId: Long, name: String, why: String): IllegalStateException =
     refused("UNSUPPORTED_OPERATOR", s"operator $operatorId ($name) of checkpoint $root cannot be migrated: $why")
 
-  def checkpointFormatV2(root: String, lastCommitted: Long): IllegalStateException =
-    refused("CHECKPOINT_FORMAT", s"checkpoint $root uses state checkpoint format version 2 (commits/$lastCommitted " +
-      "names a state checkpoint id per partition). migrate does not move format-2 checkpoints yet; this query " +
-      "stays on its provider.")
+  def checkpointFormatV2(root: String, lastCommitted: Long, why: String): IllegalStateException =
+    refused("CHECKPOINT_FORMAT", s"checkpoint $root uses state checkpoint format version 2: commits/$lastCommitted " +
+      s"names the checkpoint id each partition's store must load, and the migrated stores must carry those ids. " +
+      s"$why")
+
+  def missingCheckpointId(root: String, lastCommitted: Long, store: String, partition: Int): IllegalStateException =
+    refused("CHECKPOINT_FORMAT", s"checkpoint $root uses state checkpoint format version 2 but commits/$lastCommitted " +
+      s"names no checkpoint id for $store, partition $partition. The commit log is incomplete or damaged; restore " +
+      "it before migrating.")
 
   def providerUnavailable(className: String, cause: Throwable): IllegalStateException =
     refused("PROVIDER_UNAVAILABLE", s"the state store provider class $className cannot be loaded in this JVM " +

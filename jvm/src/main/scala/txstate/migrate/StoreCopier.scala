@@ -11,6 +11,7 @@ import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreCon
 import org.apache.spark.sql.internal.SQLConf
 
 import txstate.checkpoint.SnapshotNames
+import txstate.spark.CheckpointIdChoice
 
 /**
  * Moves a store from a source provider to a destination provider through Spark's provider API:
@@ -42,15 +43,18 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
    * Copies `store` at `version` from the partitions `sources` into the partitions `targets`,
    * sending each row to `placement(key)` (one of `targets`); returns the digest of the rows read.
    * Every target gets a store at `version`, empty if no row goes there (Spark loads each one).
+   * `checkpointIds(p)`: under checkpoint format v2, the id partition `p`'s store is read at and the
+   * id its copy lands on (the one the query's commit log names).
    */
   def copy(from: String, to: String, store: StoreToCopy, sources: Seq[Int], targets: Seq[Int],
-      placement: UnsafeRow => Int, version: Long, onRow: () => Unit): StoreDigest = {
+      placement: UnsafeRow => Int, version: Long, checkpointIds: Int => Option[String],
+      onRow: () => Unit): StoreDigest = {
     val landings = scala.collection.mutable.LinkedHashMap.empty[Int, Landing]
     try {
-      targets.foreach(q => landings(q) = openLanding(to, store, q, version))
+      targets.foreach(q => landings(q) = openLanding(to, store, q, version, checkpointIds(q)))
       val digest = new StoreDigest.Builder
       sources.foreach { p =>
-        read(from, store, p, version) { (key, value) =>
+        read(from, store, p, version, checkpointIds(p)) { (key, value) =>
           digest.add(key, value)
           val q = placement(key)
           val landing = landings.getOrElse(q, throw MigrationErrors.misplaced(store.label, p, q, targets))
@@ -72,10 +76,10 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
   }
 
   /** The digest of `store`'s `partition` at `version` as `provider` reads it back; `check` sees each key. */
-  def digest(provider: String, store: StoreToCopy, partition: Int, version: Long,
+  def digest(provider: String, store: StoreToCopy, partition: Int, version: Long, checkpointId: Option[String],
       check: UnsafeRow => Unit = _ => ()): StoreDigest = {
     val digest = new StoreDigest.Builder
-    read(provider, store, partition, version) { (key, value) =>
+    read(provider, store, partition, version, checkpointId) { (key, value) =>
       check(key)
       digest.add(key, value)
     }
@@ -95,7 +99,8 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
    * `loadEmpty`, or, for Spark's HDFS provider, written as version 1 in the scratch folder, made a
    * snapshot by its own maintenance and moved to the wanted version's name.
    */
-  private def openLanding(to: String, store: StoreToCopy, partition: Int, version: Long): Landing =
+  private def openLanding(to: String, store: StoreToCopy, partition: Int, version: Long,
+      checkpointId: Option[String]): Landing =
     if (to == ProviderChoice.Hdfs.className) {
       val hdfs = ProviderChoice.Hdfs.className
       val anyDeltaMakesASnapshot = storeConf + (SQLConf.STATE_STORE_MIN_DELTAS_FOR_SNAPSHOT.key -> "0")
@@ -108,8 +113,11 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
       })
     } else {
       val provider = initProvider(to, store, partition, stateRoot, storeConf)
-      val out = try EmptyStoreAt.open(provider, version - 1, ProviderChoice.describe(to))
-        catch { case NonFatal(e) => provider.close(); throw e }
+      val out = try {
+        val opened = EmptyStoreAt.open(provider, version - 1, ProviderChoice.describe(to))
+        checkpointId.foreach(CheckpointIdChoice.use(opened, _))
+        opened
+      } catch { case NonFatal(e) => provider.close(); throw e }
       new Landing(provider, out, () => expectVersion(out.commit(), version, to, store, partition))
     }
 
@@ -147,10 +155,10 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
         s"${ProviderChoice.describe(provider)} committed version $committed instead of $expected")
     }
 
-  private def read(provider: String, store: StoreToCopy, partition: Int, version: Long)
+  private def read(provider: String, store: StoreToCopy, partition: Int, version: Long, checkpointId: Option[String])
       (each: (UnsafeRow, UnsafeRow) => Unit): Unit =
     withProvider(provider, store, partition, stateRoot, storeConf) { source =>
-      val in = source.getReadStore(version, None)
+      val in = source.getReadStore(version, checkpointId)
       try in.iterator().foreach(pair => each(pair.key, pair.value))
       finally in.abort()
     }

@@ -12,9 +12,10 @@ import txstate.spark.{SparkOperatorMetadata, StoreSchemaFile}
  * One store of one stateful operator, with what a provider needs to open any of its partitions.
  * `partitions` are those with a directory: an operator that runs as one task (a global
  * aggregation) has state in partition 0 only, though Spark records the shuffle's partition count.
+ * `storeIndex` is its place among its operator's stores (format-2 commit logs list ids in that order).
  */
-final case class StoreToCopy(operatorId: Long, operatorName: String, storeName: String, numPartitions: Int,
-    partitions: Seq[Int], keySchema: StructType, valueSchema: StructType, numColsPrefixKey: Int) {
+final case class StoreToCopy(operatorId: Long, operatorName: String, storeName: String, storeIndex: Int,
+    numPartitions: Int, partitions: Seq[Int], keySchema: StructType, valueSchema: StructType, numColsPrefixKey: Int) {
   def encoderSpec: KeyStateEncoderSpec =
     if (numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, numColsPrefixKey)
     else NoPrefixKeyStateEncoderSpec(keySchema)
@@ -47,11 +48,11 @@ object StoreInventory {
         throw refuse(s"it has no operator metadata ($operatorDir/_metadata/metadata), so its stores and key " +
           "layout are unknown. Run the query for one batch on Spark 4.0 or newer, which writes it, then migrate.")
       }
-      metadata.stores.map { info =>
+      metadata.stores.zipWithIndex.map { case (info, storeIndex) =>
         val label = s"operator $operatorId ($name), store ${info.name}"
         val (keySchema, valueSchema) = schemaOf(fs, stateRoot, operatorId, info.name, label, hadoopConf)
         val partitions = partitionsOf(fs, operatorDir, info.name, info.numPartitions, label)
-        StoreToCopy(operatorId, name, info.name, info.numPartitions, partitions, keySchema, valueSchema,
+        StoreToCopy(operatorId, name, info.name, storeIndex, info.numPartitions, partitions, keySchema, valueSchema,
           info.numColsPrefixKey)
       }
     }

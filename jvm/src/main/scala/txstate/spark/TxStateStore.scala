@@ -177,6 +177,12 @@ private[spark] final class TxStateStore(
     report.version
   }
 
+  /** See `StoreBatch.useCheckpointId`: the migration's way to keep a format-v2 commit log's ids. */
+  private[txstate] def useCheckpointId(checkpointId: String): Unit = {
+    writable("useCheckpointId")
+    tx.useCheckpointId(checkpointId)
+  }
+
   override def abort(): Unit = state match {
     case Open =>
       try tx.abort() finally finish(Aborted)

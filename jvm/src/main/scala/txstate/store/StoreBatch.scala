@@ -103,6 +103,17 @@ final class StoreBatch private[store] (
     report
   }
 
+  /**
+   * Makes this batch's commit (and its early commits) use `checkpointId` instead of a fresh one.
+   * Only the migration asks for it, before any early commit: under checkpoint format v2 the new
+   * store then carries the id the query's commit log already names for it.
+   */
+  def useCheckpointId(checkpointId: String): Unit = {
+    ensureOpen("useCheckpointId")
+    if (attempt.exists(_.segments > 0)) throw StoreErrors.checkpointIdAfterEarlyCommit(owner.label, checkpointId)
+    attempt = Some(EarlyCommitAttempt(checkpointId, 0))
+  }
+
   /** Drops the batch: its buffer and every early commit (undone from the pre-batch view). O(uncommitted). */
   def abort(): Unit = if (isOpen) {
     try owner.abort(tx, attempt)

@@ -45,6 +45,10 @@ private[txstate] object StoreErrors {
   def batchEnded(store: String, operation: String, how: String): StoreException =
     new StoreException("TXSTATE_BATCH_ENDED", s"$operation on $store, whose batch is already $how")
 
+  def checkpointIdAfterEarlyCommit(store: String, checkpointId: String): StoreException =
+    new StoreException("TXSTATE_CHECKPOINT_ID_TOO_LATE", s"$store cannot take the checkpoint id $checkpointId: " +
+      "its batch has early-committed under another id already; choose the id right after opening the batch")
+
   def stagedSnapshotWithoutId(version: Long): StoreException =
     new StoreException("TXSTATE_SNAPSHOT_WITHOUT_ID", s"the staged snapshot of version $version has no checkpoint id")
 }

@@ -162,7 +162,8 @@ final class StoreInstance private (
     catch { case NonFatal(e) => log.warn(s"txstate: could not stage a snapshot of version $version of $label", e) }
 
   private[store] def abort(tx: Transaction, attempt: Option[EarlyCommitAttempt]): Unit = {
-    try attempt.foreach(a => engine.undoEarlyCommits(checkpoint.readSegments(tx.base.version + 1, a.checkpointId, a.segments)))
+    try attempt.filter(_.segments > 0).foreach(a =>
+      engine.undoEarlyCommits(checkpoint.readSegments(tx.base.version + 1, a.checkpointId, a.segments)))
     finally tx.discard()
   }
 

@@ -80,6 +80,35 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
     } finally closeAll(inst)
   }
 
+  test("a batch given a checkpoint id early-commits and commits under it; aborting it undoes exactly its writes") {
+    val root = new Path(newTempPath("checkpoint").toURI)
+    val inst = open(root)
+    try {
+      val before = threeVersions(inst)
+      // Aborting a batch that took an id but never committed early leaves version 3 as it was.
+      val aborted = inst.begin()
+      aborted.useCheckpointId("chosen-abort")
+      aborted.put(b("x"), b("y"))
+      aborted.abort()
+      assert(contents(inst) == before && inst.committed.version == 3)
+      val tx = inst.begin()
+      tx.useCheckpointId("chosen-4")
+      val expected = commitEarlyThreeTimes(inst, tx)
+      // Once a segment exists under the id, another id would orphan it: refused, naming the store.
+      val late = intercept[StoreException](tx.useCheckpointId("other"))
+      assert(late.getMessage.contains("TXSTATE_CHECKPOINT_ID_TOO_LATE"), late.getMessage)
+      val report = tx.commit()
+      assert(report.point.checkpointId.contains("chosen-4"))
+      assert(contents(inst) == expected)
+      // Another instance loads version 4 by that id.
+      val reader = open(root)
+      try {
+        reader.load(4, Some("chosen-4"))
+        assert(contents(reader) == expected)
+      } finally reader.close()
+    } finally closeAll(inst)
+  }
+
   test("a version committed after early commits is replayed exactly by another instance") {
     val root = new Path(newTempPath("checkpoint").toURI)
     val writer = open(root)
