@@ -44,7 +44,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo test test-jvm test-python test-lines conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo test test-jvm test-python test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick
 
@@ -102,6 +102,11 @@ test-jvm: $(VENV)/.installed
 # The whole pytest suite on the newest line.
 test-python: $(JARS_BUILT) $(WHEEL)
 	$(VPY) -m pytest tests
+
+# Every equivalence case migrated in every direction (CI runs every case hdfs -> txstate and one
+# case per state shape in the other directions).
+test-migration-full: $(JARS_BUILT) $(WHEEL)
+	TXSTATE_MIGRATION_FULL=1 $(VPY) -m pytest tests/test_migration.py -k emits_what_the_unmigrated
 
 # Each older line in its own venv (its pyspark from PyPI): packaging, every operator against Spark's
 # HDFS provider across a restart, and an executor killed mid-batch.
