@@ -292,6 +292,49 @@ def test_undo_puts_the_query_back_on_its_provider(spark, work_dir):
     assert_same_output(reference, output, "dedup_with_watermark migrated and rescaled, then undone")
 
 
+def test_transform_with_state_is_refused_naming_the_operator(spark, work_dir):
+    """transformWithState runs only on Spark's RocksDB provider (Spark refuses any other class), and
+    its state lives in column families described by its own schema files: the tool refuses it,
+    before changing anything."""
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class Counter(StatefulProcessor):
+        def init(self, handle) -> None:
+            self.count = handle.getValueState("count", "n long")
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = (self.count.get()[0] if self.count.exists() else 0) + sum(len(batch) for batch in rows)
+            self.count.update((n,))
+            yield pd.DataFrame({"k": [key[0]], "n": [n]})
+
+        def close(self) -> None:
+            pass
+
+    source = work_dir / "input"
+    source.mkdir()
+    (source / "batch-0.json").write_text("".join(json.dumps({"k": k, "v": 1, "ts": event_time(1)}) + "\n"
+                                                  for k in "abca"))
+    checkpoint = work_dir / "checkpoint"
+    previous = spark.conf.get("spark.sql.streaming.stateStore.providerClass")
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    try:
+        query = (spark.readStream.schema(EVENTS).json(str(source)).groupBy("k")
+                 .transformWithStateInPandas(statefulProcessor=Counter(), outputStructType="k string, n long",
+                                             outputMode="Update", timeMode="None")
+                 .writeStream.outputMode("update").format("noop").option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(180)
+        assert query.exception() is None, query.exception()
+    finally:
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", previous)
+    before = checkpoint_digest(checkpoint)
+    with pytest.raises(TxStateMigrationError, match=r"UNSUPPORTED_OPERATOR.*transformWithState"):
+        migrate(spark, str(checkpoint), to="txstate", active_window_seconds=0)
+    assert checkpoint_digest(checkpoint) == before
+    assert not (checkpoint / "_txstate_migration").exists()
+
+
 def test_migrating_to_the_provider_in_use_is_refused(spark, work_dir):
     run_case(spark, first_run_only(CASES["aggregation_update"]), TXSTATE_PROVIDER, work_dir)
     with pytest.raises(TxStateMigrationError, match="NOTHING_TO_DO.*already runs on txstate"):
