@@ -46,7 +46,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
 .PHONY: demo test test-jvm test-python test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
-	bench-migrate bench-migrate-quick
+	bench-migrate bench-migrate-quick bench-query bench-query-quick
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt
@@ -109,8 +109,9 @@ test-migration-full: $(JARS_BUILT) $(WHEEL)
 	TXSTATE_MIGRATION_FULL=1 $(VPY) -m pytest tests/test_migration.py -k emits_what_the_unmigrated
 
 # Each older line in its own venv (its pyspark from PyPI): packaging, every operator against Spark's
-# HDFS provider across a restart, and an executor killed mid-batch.
-LINE_TESTS := tests/test_packaging.py tests/test_operator_equivalence.py tests/test_executor_failure.py
+# HDFS provider across a restart, an executor killed mid-batch, and the txstate data source.
+LINE_TESTS := tests/test_packaging.py tests/test_operator_equivalence.py tests/test_executor_failure.py \
+  tests/test_state_source.py
 test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
 	set -e; for line in $(OLDER_LINES); do \
 	  py=$(CURDIR)/$(VENV)-$$line/bin/python; \
@@ -132,6 +133,13 @@ conformance: $(VENV)/.installed
 #   memory     peak executor RSS of one huge batch on local-cluster (bench/memory_bench.py)
 #   migrate    rows/s and peak RSS of `migrate` for a 5M-key aggregation (bench/migration_bench.py)
 #   plots      docs/bench/*.png from the newest results (installs bench/requirements.txt on demand)
+# Point-query latency: the py4j query API, the txstate data source and Spark's statestore source,
+# local, local-cluster and behind a Spark Connect server.
+bench-query-quick: $(JARS_BUILT)
+	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/query_latency.py --keys 20000 --queries 100
+bench-query: $(JARS_BUILT)
+	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/query_latency.py
+
 bench-quick: bench-store-quick bench-streaming-quick bench-memory-quick bench-plots
 bench: bench-store bench-streaming bench-memory bench-plots
 

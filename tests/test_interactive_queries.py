@@ -51,6 +51,7 @@ from txstate_spark.query import (
     StateQueryRequest,
 )
 from txstate_spark.query.conversion import StoreCodec, decode_row, encode_prefix, encode_row
+from txstate_spark.query.gateway import ConnectGateway, gateway_for
 from txstate_spark.query.results import parse_response
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -328,13 +329,12 @@ def test_page_rows_and_result_rows_are_both_read_only_attributes():
             owner.rows = []
 
 
-def test_a_spark_connect_session_is_refused_before_any_call():
-    # A stand-in with the Connect session's module and no py4j attributes (grpc, which a real
-    # Connect session needs, is not installed here).
+def test_a_spark_connect_session_is_served_through_the_data_source_not_py4j():
+    # The transport is chosen from the session's type alone (the real round trip under Connect is
+    # in test_state_source_connect.py); anything but a StreamingQuery or a path is refused.
     connect_session = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
-    with pytest.raises(StateQueryError, match="not supported under Spark Connect"):
-        StateQueryRequest.in_store("/tmp/ck").with_query(ScanQuery.all()).execute(connect_session)
-    with pytest.raises(StateQueryError, match="StreamingQuery or a checkpoint path"):
+    assert isinstance(gateway_for(connect_session), ConnectGateway)
+    with pytest.raises(StateQueryError, match="StreamingQuery \\(classic or Spark Connect\\) or a checkpoint"):
         StateQueryRequest.in_store(object())
 
 

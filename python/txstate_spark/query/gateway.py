@@ -1,9 +1,14 @@
-"""The py4j calls to the JVM's ``txstate.spark.query.PythonQueryGateway`` (docs/query-protocol.md).
+"""The calls to the JVM's ``txstate.spark.query.PythonQueryGateway`` (docs/query-protocol.md).
 
-Each call sends and receives one JSON string. A ``Py4JJavaError`` (which pyspark usually converts to
-one of its ``CapturedException`` classes) whose Java message carries a
-``[TXSTATE_...]`` error class becomes a :class:`StateQueryError` with that message (the Java stack
-trace is dropped); anything else is a bug and propagates as it is.
+Each call sends and receives one JSON string, over one of two transports:
+
+* classic pyspark: one py4j call to the driver JVM (the fast path);
+* Spark Connect: one read of the ``txstate`` data source with options ``protocol`` and ``request``,
+  which the server answers with a single row holding the JVM's JSON response. The jar must be on
+  the Connect server (``--jars``).
+
+A JVM error whose message carries a ``[TXSTATE_...]`` error class becomes a :class:`StateQueryError`
+with that message (the Java stack trace is dropped); anything else is a bug and propagates as it is.
 """
 
 from __future__ import annotations
@@ -17,14 +22,21 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 GATEWAY_CLASS = "txstate.spark.query.PythonQueryGateway"
+SOURCE_FORMAT = "txstate"
 _ERROR_MARK = "[TXSTATE_"
+
+
+def gateway_for(spark: "SparkSession") -> "QueryGateway":
+    """The gateway of ``spark``: through the data source under Spark Connect, else through py4j."""
+    if is_spark_connect(spark):
+        return ConnectGateway(spark)
+    return QueryGateway(spark)
 
 
 class QueryGateway:
     """The driver JVM's query gateway, reached through a classic (py4j) SparkSession."""
 
     def __init__(self, spark: "SparkSession") -> None:
-        _refuse_spark_connect(spark)
         jvm = getattr(spark, "_jvm", None)
         jsession = getattr(spark, "_jsparkSession", None)
         if jvm is None or jsession is None:
@@ -38,6 +50,10 @@ class QueryGateway:
     def query_target(self, jsq: Any) -> Dict[str, Any]:
         """``{"checkpoint", "runId", "isActive"}`` of a JVM StreamingQuery."""
         return self._call("queryTarget", jsq)
+
+    def query_target_of_run(self, run_id: str) -> Dict[str, Any]:
+        """``{"checkpoint", "runId", "isActive"}`` of the running query run ``run_id`` of the session."""
+        return self._call("queryTargetOfRun", self._jsession, json.dumps({"runId": run_id}))
 
     def describe(self, target: Dict[str, Any]) -> Dict[str, Any]:
         """The store description for ``{"checkpoint", "runId", "operator", "store"}``."""
@@ -111,19 +127,50 @@ def txstate_error_message(error: Any) -> Optional[str]:
     return None
 
 
-def _refuse_spark_connect(spark: Any) -> None:
-    module = type(spark).__module__
-    remote = module.startswith("pyspark.sql.connect")
-    if not remote:
-        try:
-            from pyspark.sql.utils import is_remote
+def is_spark_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no py4j: queries go through the data source)."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return True
+    try:
+        from pyspark.sql.utils import is_remote
+    except ImportError:
+        return False
+    return bool(is_remote()) and getattr(spark, "_jvm", None) is None
 
-            remote = bool(is_remote()) and getattr(spark, "_jvm", None) is None
-        except ImportError:
-            pass
-    if remote:
-        raise StateQueryError(
-            "interactive queries are not supported under Spark Connect: they call the driver JVM "
-            "through py4j, which a Spark Connect client does not have. Run them from a classic "
-            "pyspark session on the driver (the process that runs the streaming query)."
-        )
+
+class ConnectGateway(QueryGateway):
+    """The same calls through the ``txstate`` data source, for Spark Connect sessions: one read,
+    planned on the server, whose single row is the JVM's JSON response."""
+
+    def __init__(self, spark: "SparkSession") -> None:  # no py4j to look up
+        self._spark = spark
+
+    def query_target(self, jsq: Any) -> Dict[str, Any]:
+        raise StateQueryError("a classic StreamingQuery cannot be asked through a Spark Connect session")
+
+    def query_target_of_run(self, run_id: str) -> Dict[str, Any]:
+        return self._read("target", {"runId": run_id})
+
+    def describe(self, target: Dict[str, Any]) -> Dict[str, Any]:
+        return self._read("describe", target)
+
+    def execute(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        return self._read("execute", request)
+
+    def _read(self, call: str, request: Dict[str, Any]) -> Dict[str, Any]:
+        reader = self._spark.read.format(SOURCE_FORMAT).option("protocol", call)
+        try:
+            rows = reader.option("request", json.dumps(request, allow_nan=False)).load().collect()
+        except Exception as error:  # pyspark's errors carry the server's message
+            message = txstate_error_message(error)
+            if message is not None:
+                raise StateQueryError(message) from None
+            if "DATA_SOURCE_NOT_FOUND" in str(error) or "Failed to find the data source" in str(error):
+                raise StateQueryError(
+                    "the Spark Connect server has no txstate data source: start it with the "
+                    "txstate-spark jar (start-connect-server.sh --jars <jar>; `python -m txstate_spark "
+                    "jar` prints its path)"
+                ) from None
+            raise
+        parsed: Dict[str, Any] = json.loads(rows[0][0])
+        return parsed

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, Optional, Tuple
 
 from txstate_spark.errors import StateQueryError
 from txstate_spark.query.bounds import PositionBound
-from txstate_spark.query.gateway import QueryGateway
+from txstate_spark.query.gateway import QueryGateway, gateway_for
 from txstate_spark.query.queries import PagedQuery, Query
 from txstate_spark.query.results import StateQueryResult, parse_response
 from txstate_spark.query.store import StoreDescription
@@ -74,12 +74,10 @@ class StateQueryRequest:
             raise StateQueryError(f"store must be a store name such as 'default', got {store!r}")
         if isinstance(target, (str, os.PathLike)):
             target = _checkpoint_location(target)
-        elif not _is_classic_streaming_query(target):
+        elif not (_is_classic_streaming_query(target) or _is_connect_streaming_query(target)):
             raise StateQueryError(
-                f"in_store expects a pyspark StreamingQuery or a checkpoint path, got "
-                f"{type(target).__module__}.{type(target).__qualname__}"
-                + (" (a Spark Connect query: interactive queries need classic pyspark)"
-                   if "connect" in type(target).__module__ else "")
+                f"in_store expects a pyspark StreamingQuery (classic or Spark Connect) or a checkpoint "
+                f"path, got {type(target).__module__}.{type(target).__qualname__}"
             )
         return StateQueryRequest(_target=target, operator=str(operator), store=store)
 
@@ -125,7 +123,7 @@ class StateQueryRequest:
 
     def describe(self, spark: "SparkSession") -> StoreDescription:
         """The store's description (partitions, key and value schemas); asked once, then cached."""
-        return self._describe(QueryGateway(spark))
+        return self._describe(gateway_for(spark))
 
     def execute(self, spark: "SparkSession") -> StateQueryResult:
         """Run the query on the driver JVM of ``spark`` and return every partition's answer.
@@ -136,13 +134,14 @@ class StateQueryRequest:
         """
         if self.query is None:
             raise StateQueryError("the request has no query: call with_query(KeyQuery.with_key(...)) first")
-        gateway = QueryGateway(spark)
+        gateway = gateway_for(spark)
         description = self._describe(gateway)
-        codec = description.codec
         query = self.query
         request = {
             **self._target_json(gateway),
-            "query": query.to_json(codec),
+            # Before the query's first commit there is no schema to encode keys with: the JVM
+            # answers every partition NOT_UP_TO_BOUND without reading the query.
+            "query": None if description.pending else query.to_json(description.codec),
             "partitions": None if self.partitions is None else list(self.partitions),
             "bound": self.bound.to_json(),
             "requireActive": self.is_require_active,
@@ -150,7 +149,7 @@ class StateQueryRequest:
             "checkpointReads": self.is_checkpoint_reads_allowed,
         }
         response = gateway.execute(request)
-        return parse_response(response, lambda raw: query.decode_result(raw, codec))
+        return parse_response(response, lambda raw: query.decode_result(raw, description.codec))
 
     def pages(self, spark: "SparkSession") -> Iterator[StateQueryResult]:
         """Execute a range, prefix or scan query page by page, following the continuation until
@@ -174,6 +173,9 @@ class StateQueryRequest:
             if resolved.target is None:
                 if isinstance(self._target, str):
                     checkpoint, run_id = self._target, None
+                elif _is_connect_streaming_query(self._target):
+                    answer = gateway.query_target_of_run(str(self._target.runId))
+                    checkpoint, run_id = answer["checkpoint"], answer.get("runId")
                 else:
                     answer = gateway.query_target(self._target._jsq)
                     checkpoint, run_id = answer["checkpoint"], answer.get("runId")
@@ -184,9 +186,12 @@ class StateQueryRequest:
         target = self._target_json(gateway)
         resolved = self._resolved
         with resolved.lock:
-            if resolved.description is None:
-                resolved.description = StoreDescription.from_json(gateway.describe(target))
-            return resolved.description
+            if resolved.description is not None:
+                return resolved.description
+            described = StoreDescription.from_json(gateway.describe(target))
+            if not described.pending:  # a pending store is described again once it has committed
+                resolved.description = described
+            return described
 
 
 def _is_classic_streaming_query(target: Any) -> bool:
@@ -195,6 +200,16 @@ def _is_classic_streaming_query(target: Any) -> bool:
         from pyspark.sql.streaming import StreamingQuery
     except ImportError:  # no pyspark here, so no StreamingQuery either
         return False
+    return isinstance(target, StreamingQuery)
+
+
+def _is_connect_streaming_query(target: Any) -> bool:
+    """Whether ``target`` is a Spark Connect ``StreamingQuery`` (its module is only imported when the
+    object comes from it: importing Spark Connect needs grpc)."""
+    if not type(target).__module__.startswith("pyspark.sql.connect"):
+        return False
+    from pyspark.sql.connect.streaming.query import StreamingQuery
+
     return isinstance(target, StreamingQuery)
 
 

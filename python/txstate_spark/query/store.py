@@ -26,9 +26,18 @@ class StoreDescription:
     prefix_key_columns: int = 0
     range_key_ordinals: Tuple[int, ...] = ()
     run_id: Optional[str] = None
+    pending: bool = False
+    """True while the query runs but has not committed its first batch: only ``checkpoint`` and
+    ``num_partitions`` are known, and every partition answers NOT_UP_TO_BOUND."""
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "StoreDescription":
+        if obj.get("pending"):
+            from pyspark.sql.types import StructType
+
+            return cls(checkpoint=obj["checkpoint"], operator_id=-1, operator_name="", store_name="",
+                       num_partitions=int(obj["numPartitions"]), key_schema=StructType(),
+                       value_schema=StructType(), pending=True)
         return cls(
             checkpoint=obj["checkpoint"],
             operator_id=int(obj["operatorId"]),

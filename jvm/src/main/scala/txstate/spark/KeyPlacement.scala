@@ -29,3 +29,28 @@ final class KeyPlacement(keySchema: StructType, hashedColumns: Int, numPartition
 
   def partitionOf(key: UnsafeRow): Int = partitionId.fold(0)(_.eval(key).asInstanceOf[Int])
 }
+
+object KeyPlacement {
+  private val wholeKey = Set("stateStoreSave", "dedupe", "dedupeWithinWatermark", "flatMapGroupsWithState",
+    "applyInPandasWithState")
+
+  /**
+   * How many leading key columns Spark's shuffle hashes to place a store's rows, by the operator
+   * name Spark records in its operator metadata; Left says why that is not known.
+   */
+  def hashedColumns(operatorName: String, storeName: String, keyColumns: Int, numColsPrefixKey: Int)
+      : Either[String, Int] = operatorName match {
+    // Aggregations (global ones have no key column: one task, partition 0), deduplication and
+    // the flatMapGroupsWithState family shuffle on exactly the columns of their state key.
+    case name if wholeKey(name) => Right(keyColumns)
+    // Session windows key their state by (grouping columns, session start) and shuffle on the
+    // grouping columns, the key prefix Spark records as numColsPrefixKey.
+    case "sessionWindowStateStoreSaveExec" if numColsPrefixKey > 0 => Right(numColsPrefixKey)
+    // A stream-stream join shuffles each side on its join keys: the whole key of the
+    // keyToNumValues stores, the key without its trailing index of the keyWithIndexToValue ones.
+    case "symmetricHashJoin" if storeName.endsWith("-keyToNumValues") => Right(keyColumns)
+    case "symmetricHashJoin" if storeName.endsWith("-keyWithIndexToValue") && keyColumns > 1 => Right(keyColumns - 1)
+    case name =>
+      Left(s"how Spark's shuffle places the rows of operator '$name', store '$storeName' is not known")
+  }
+}

@@ -79,14 +79,22 @@ private[query] object PartitionReader {
     }
 
   /**
-   * One page of the rows whose keys lie in [lower, upper] in Spark SQL ordering. Byte order is SQL
+   * One page of the rows whose keys lie in [lower, upper] in Spark SQL ordering (a bound with
+   * fewer columns than the key bounds its leading columns). Byte order is SQL
    * order only for some encodings, so every key is compared; only a page's worth is kept.
    */
   private def inSqlOrder(codec: RowCodec, view: CommittedView, page: PageCursor, lower: Option[UnsafeRow],
       upper: Option[UnsafeRow], descending: Boolean): RawAnswer.Page =
     if (page.finished) RawAnswer.Page(Nil, None)
     else {
-      val ordering = InterpretedOrdering.forSchema(codec.keySchema.fields.map(_.dataType).toSeq)
+      val types = codec.keySchema.fields.map(_.dataType).toSeq
+      val ordering = InterpretedOrdering.forSchema(types)
+      // A bound may hold only the leading key columns (the data source pushes a range on the first
+      // column): it is compared on those columns alone.
+      def bounding(bound: UnsafeRow) =
+        if (bound.numFields >= types.size) (ordering, bound) else (InterpretedOrdering.forSchema(types.take(bound.numFields)), bound)
+      val from = lower.map(bounding)
+      val until = upper.map(bounding)
       val direction: Ordering[InternalRow] = if (descending) ordering.reverse else ordering
       val after = page.after.map(a => codec.decodeKey(a).copy())
       // A max-heap in reading direction: its head is the row to drop once more than a page is kept.
@@ -97,7 +105,7 @@ private[query] object PartitionReader {
           val kv = it.next()
           val encoded = ColumnFamilies.stripPrefix(kv.key)
           val key = codec.decodeKey(encoded).copy()
-          val inRange = lower.forall(ordering.compare(key, _) >= 0) && upper.forall(ordering.compare(key, _) <= 0)
+          val inRange = from.forall { case (o, b) => o.compare(key, b) >= 0 } && until.forall { case (o, b) => o.compare(key, b) <= 0 }
           if (inRange && after.forall(direction.compare(key, _) > 0)) {
             firstValue(codec, kv.value).foreach { v =>
               kept.enqueue((encoded, key, v))

@@ -12,6 +12,7 @@ import org.apache.spark.sql.streaming.StreamingQuery
 import org.apache.spark.sql.types.StructType
 
 import txstate.compat.StreamingQueryWrapper
+import txstate.spark.StoreSchema
 
 /**
  * The JVM end of `txstate_spark.query`: three calls that take and return JSON (one py4j round trip
@@ -33,11 +34,33 @@ object PythonQueryGateway {
     case other => throw QueryErrors.unsupportedTarget(other.getClass.getName)
   }
 
+  /**
+   * [[queryTarget]] of the query run `{"runId"}` of this session, for clients that hold no JVM
+   * StreamingQuery (Spark Connect).
+   */
+  def queryTargetOfRun(spark: SparkSession, requestJson: String): String = {
+    val runId = text(parse(requestJson), "runId")
+    spark.streams.active.find(_.runId.toString == runId).fold(throw QueryErrors.unsupportedTarget(
+      s"query run $runId, which is not running in this Spark session"))(queryTarget)
+  }
+
   /** The store set a target names: partitions, schemas and key encoding. */
   def describe(spark: SparkSession, targetJson: String): String = {
     val target = parse(targetJson)
-    val d = StoreLocator.describe(text(target, "checkpoint"), text(target, "operator"), text(target, "store"),
-      spark.sessionState.newHadoopConf())
+    orPending(spark, target)(StoreLocator.describe(text(target, "checkpoint"), text(target, "operator"),
+      text(target, "store"), spark.sessionState.newHadoopConf())) match {
+      case Left(n) =>
+        val out = nodes.objectNode()
+        out.put("pending", true)
+        out.put("checkpoint", text(target, "checkpoint"))
+        out.put("numPartitions", n)
+        out.put("message", BeforeFirstCommit.message(text(target, "checkpoint")))
+        mapper.writeValueAsString(out)
+      case Right(d) => describeStore(d, target)
+    }
+  }
+
+  private def describeStore(d: StoreDescription, target: JsonNode): String = {
     val codec = d.schema.codec
     val out = nodes.objectNode()
     out.put("checkpoint", d.checkpoint)
@@ -59,8 +82,17 @@ object PythonQueryGateway {
     val store = StoreReference(text(json, "checkpoint"),
       Option(json.get("runId")).filterNot(_.isNull).map(r => UUID.fromString(r.asText)),
       text(json, "operator"), text(json, "store"))
-    val schema = StoreLocator.describe(store.checkpoint, store.operator, store.storeName,
-      spark.sessionState.newHadoopConf()).schema // by name: read only when not cached
+    orPending(spark, json)(StoreLocator.describe(store.checkpoint, store.operator, store.storeName,
+      spark.sessionState.newHadoopConf()).schema) match { // by name: read only when not cached
+      case Left(n) =>
+        val empty = new StructType()
+        mapper.writeValueAsString(writeResult(BeforeFirstCommit.result(n, store.checkpoint), UnknownQuery("none"),
+          empty, empty))
+      case Right(schema) => executeOn(spark, json, store, schema)
+    }
+  }
+
+  private def executeOn(spark: SparkSession, json: JsonNode, store: StoreReference, schema: StoreSchema): String = {
     val query = readQuery(json.get("query"), schema.keySchema)
     val request = StateQueryRequest(
       store,
@@ -73,6 +105,19 @@ object PythonQueryGateway {
     mapper.writeValueAsString(writeResult(StateQueryExecutor.execute(spark, request), query, schema.keySchema,
       schema.valueSchema))
   }
+
+  /**
+   * `describe`'s answer, or the partition count of the target's running query when that has no
+   * commit yet and so nothing to describe (see [[BeforeFirstCommit]]).
+   */
+  private def orPending[T](spark: SparkSession, target: JsonNode)(describe: => T): Either[Int, T] =
+    try Right(describe)
+    catch {
+      case e: IllegalArgumentException =>
+        BeforeFirstCommit.partitions(spark, text(target, "checkpoint"),
+          Option(target.get("runId")).filterNot(_.isNull).map(r => UUID.fromString(r.asText)),
+          spark.sessionState.newHadoopConf()).map(Left(_)).getOrElse(throw e)
+    }
 
   // ---- requests -----------------------------------------------------------------------------
 

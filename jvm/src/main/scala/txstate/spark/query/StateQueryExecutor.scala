@@ -88,7 +88,7 @@ private[query] object StateQueryExecutor {
         request.bound, id))
     val answered = (local ++ remote).map(r => r.partition -> r).toMap
     val unloaded = existing.filterNot(answered.contains).map(p =>
-      notLoaded(description, p, resolved(p), request, runId, hadoopConf))
+      notLoaded(description, p, resolved(p), request.bound, request.activeOnly, request.checkpointReads, runId, hadoopConf))
     val doesNotExist = missing.map(p => RawPartitionResult(p,
       Left(QueryFailure(FailureReason.DoesNotExist,
         s"store '${description.storeName}' of operator ${description.operatorId} has partitions " +
@@ -134,15 +134,19 @@ private[query] object StateQueryExecutor {
     answers
   }
 
-  private def notLoaded(d: StoreDescription, partition: Int, query: ResolvedQuery, request: StateQueryRequest,
-      runId: Option[UUID], hadoopConf: => Configuration): RawPartitionResult = {
+  /**
+   * The answer of a partition no running query holds: `NOT_ACTIVE` when only active stores may
+   * answer, the checkpoint files' latest committed batch when they may be read, else `NOT_PRESENT`.
+   */
+  def notLoaded(d: StoreDescription, partition: Int, query: ResolvedQuery, bound: PositionBound, activeOnly: Boolean,
+      checkpointReads: Boolean, runId: Option[UUID], hadoopConf: => Configuration): RawPartitionResult = {
     val why = runId.fold("no query is running on this checkpoint")(id =>
       s"query run $id has no store for it loaded on any executor")
     def failed(reason: FailureReason, message: String) = RawPartitionResult(partition, Left(QueryFailure(reason, message)),
       None, "driver", 0L)
-    if (request.activeOnly) {
+    if (activeOnly) {
       failed(FailureReason.NotActive, s"partition $partition: $why, and the request requires an active store")
-    } else if (!request.checkpointReads) {
+    } else if (!checkpointReads) {
       failed(FailureReason.NotPresent, s"partition $partition: $why; allow checkpoint reads to read the latest " +
         "committed batch from the checkpoint files")
     } else {
@@ -151,7 +155,7 @@ private[query] object StateQueryExecutor {
         case Some(batch) =>
           val id = storeId(d, partition)
           try CheckpointStores.read(id, batch + 1, hadoopConf, d.schema.codec)((codec, view) =>
-            PartitionReader.read(partition, query, request.bound, codec, view, "checkpoint files"))
+            PartitionReader.read(partition, query, bound, codec, view, "checkpoint files"))
           catch {
             case NonFatal(e) => failed(FailureReason.StoreException,
               s"partition $partition: reading batch $batch from the checkpoint files under ${id.storeCheckpointLocation()} failed: $e")
@@ -162,7 +166,8 @@ private[query] object StateQueryExecutor {
 
   private def isRunning(spark: SparkSession, runId: UUID): Boolean = spark.streams.active.exists(_.runId == runId)
 
-  private def runningQueryOn(spark: SparkSession, checkpoint: String): Option[UUID] =
+  /** The run of a query of this session running on `checkpoint` (as `LiveStores.normalize` spells it). */
+  def runningQueryOn(spark: SparkSession, checkpoint: String): Option[UUID] =
     spark.streams.active.collectFirst {
       case q: StreamingQueryWrapper if LiveStores.normalize(q.streamingQuery.resolvedCheckpointRoot) == checkpoint => q.runId
     }

@@ -7,7 +7,7 @@ import scala.util.Using
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import txstate.spark.{LiveStores, SparkOperatorMetadata, StoreSchema, StoreSchemaFile}
+import txstate.spark.{KeyPlacement, LiveStores, SparkOperatorMetadata, StoreSchema, StoreSchemaFile}
 
 /** A resolved store set: where it lives, how many partitions it has, and how its rows are encoded. */
 final case class StoreDescription(
@@ -17,7 +17,11 @@ final case class StoreDescription(
     operatorName: Option[String],
     storeName: String,
     numPartitions: Int,
-    schema: StoreSchema)
+    schema: StoreSchema,
+    hashedColumns: Option[Int]) {
+  /** The partition that holds `key`, when Spark's shuffle places this store's rows by known columns. */
+  @transient lazy val placement: Option[KeyPlacement] = hashedColumns.map(new KeyPlacement(schema.keySchema, _, numPartitions))
+}
 
 /**
  * Finds a store set from a checkpoint location, an operator (id or name) and a store name, using
@@ -84,8 +88,10 @@ object StoreLocator {
           "stores of txstate.spark.TxStateStoreProvider can be queried)")
     }
     val numPartitions = stores.getOrElse(storeName, numericChildren(fs, new Path(stateRoot, operatorId.toString)).size)
+    val hashed = metadata.name.flatMap(name => KeyPlacement.hashedColumns(name, storeName, schema.keySchema.length,
+      metadata.stores.find(_.name == storeName).fold(0)(_.numColsPrefixKey)).toOption)
     StoreDescription(LiveStores.normalize(root.toString), LiveStores.normalize(stateRoot.toString), operatorId,
-      metadata.name, storeName, numPartitions, schema)
+      metadata.name, storeName, numPartitions, schema, hashed)
   }
 
   /** A checkpoint location as Spark spells it once resolved (`file:/…`, `hdfs://nn/…`). */

@@ -1,0 +1,69 @@
+package txstate.spark.query.source
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan}
+import org.apache.spark.sql.execution.streaming.state.{StateStoreId, TxStateSparkBridge}
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.util.SerializableConfiguration
+
+import txstate.spark.query.{PageCursor, PositionBound, ResolvedQuery}
+
+/**
+ * Plans a read on the driver: which partitions (those owning the looked-up keys or prefix when
+ * the store's placement is known, else all; narrowed by `partition_id` filters), what each one
+ * runs, and where: the executor the state store coordinator last saw holding the store.
+ */
+private[source] final class StateScan(spark: SparkSession, store: SourceStore, options: SourceOptions,
+    plan: KeyFilters.Plan, limit: Option[Int]) extends Scan with Batch {
+  private val d = store.description
+
+  override def readSchema(): StructType = StateRows.schema(d)
+
+  override def description(): String =
+    s"txstate[${d.checkpoint} operator ${d.operatorId}${d.operatorName.fold("")(n => s" ($n)")} store ${d.storeName}: " +
+      s"${plan.read.describe} in ${partitions.size} of ${d.numPartitions} partitions" +
+      limit.fold("")(n => s", limit $n per partition") +
+      (if (plan.used.isEmpty) "" else s", pushed ${plan.used.mkString(", ")}") + "]"
+
+  override def toBatch: Batch = this
+
+  private lazy val partitions: Seq[(Int, ResolvedQuery)] = {
+    val all = (0 until d.numPartitions).filter(p => plan.partitions.forall(_.contains(p)))
+    val cursor = PageCursor(limit.getOrElse(StateScan.unlimited), None, finished = false)
+    plan.read match {
+      case KeyRead.Keys(keys) =>
+        d.placement match {
+          case Some(placement) =>
+            keys.groupBy(placement.partitionOf).toSeq.filter(e => all.contains(e._1)).sortBy(_._1)
+              .map { case (p, owned) => p -> ResolvedQuery.Get(owned, single = false) }
+          case None => all.map(_ -> ResolvedQuery.Get(keys, single = false))
+        }
+      case KeyRead.Prefix(prefix, columns) =>
+        val query = ResolvedQuery.Prefix(prefix, columns, cursor)
+        d.placement.filter(_ => d.hashedColumns.exists(_ <= columns)) match {
+          case Some(placement) => Seq(placement.partitionOf(prefix)).filter(all.contains).map(_ -> query)
+          case None => all.map(_ -> query)
+        }
+      case KeyRead.Range(lower, upper) => all.map(_ -> ResolvedQuery.Range(lower, upper, descending = false, cursor))
+      case KeyRead.Scan => all.map(_ -> ResolvedQuery.Scan(cursor))
+    }
+  }
+
+  override def planInputPartitions(): Array[InputPartition] = {
+    val bound = options.minBatchId.fold(PositionBound.unbounded)(PositionBound.atLeastBatch)
+    partitions.map { case (p, query) =>
+      val location = store.runId.flatMap(id =>
+        TxStateSparkBridge.storeLocation(spark, StateStoreId(d.stateRoot, d.operatorId, p, d.storeName), id))
+      StatePartition(d, p, store.runId, query, bound, options.requireActive, options.checkpointReads, options.waitMs,
+        location)
+    }.toArray
+  }
+
+  override def createReaderFactory(): PartitionReaderFactory =
+    new StateReaderFactory(spark.sparkContext.broadcast(new SerializableConfiguration(spark.sessionState.newHadoopConf())))
+}
+
+private object StateScan {
+  // Not Int.MaxValue: readers keep a page plus one row to know whether more follow.
+  val unlimited: Int = Int.MaxValue - 1
+}
