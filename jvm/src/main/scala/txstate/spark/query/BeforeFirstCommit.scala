@@ -6,7 +6,6 @@ import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.json4s.JString
 import org.json4s.jackson.JsonMethods
@@ -40,18 +39,10 @@ private[query] object BeforeFirstCommit {
 
   // The first batch's offset log entry records the partition count the query runs with.
   private def recordedPartitions(root: String, hadoopConf: Configuration): Option[Int] =
-    try {
-      val file = new Path(new Path(root, "offsets"), "0")
-      val fs = file.getFileSystem(hadoopConf)
-      if (!fs.exists(file)) None
-      else {
-        val text = scala.util.Using.resource(fs.open(file))(in => new String(in.readAllBytes(), "UTF-8"))
-        text.split("\n").lift(1).flatMap { line =>
-          JsonMethods.parse(line) \ "conf" \ "spark.sql.shuffle.partitions" match {
-            case JString(n) => Try(n.toInt).toOption
-            case _ => None
-          }
-        }
+    try StoreLocator.offsetLogLines(root, 0, hadoopConf).lift(1).flatMap { metadata =>
+      JsonMethods.parse(metadata) \ "conf" \ "spark.sql.shuffle.partitions" match {
+        case JString(n) => Try(n.toInt).toOption
+        case _ => None
       }
     } catch { case NonFatal(_) => None }
 }

@@ -80,8 +80,7 @@ object PythonQueryGateway {
   def execute(spark: SparkSession, requestJson: String): String = {
     val json = parse(requestJson)
     val store = StoreReference(text(json, "checkpoint"),
-      Option(json.get("runId")).filterNot(_.isNull).map(r => UUID.fromString(r.asText)),
-      text(json, "operator"), text(json, "store"))
+      runIdOf(json), text(json, "operator"), text(json, "store"))
     orPending(spark, json)(StoreLocator.describe(store.checkpoint, store.operator, store.storeName,
       spark.sessionState.newHadoopConf()).schema) match { // by name: read only when not cached
       case Left(n) =>
@@ -114,8 +113,7 @@ object PythonQueryGateway {
     try Right(describe)
     catch {
       case e: IllegalArgumentException =>
-        BeforeFirstCommit.partitions(spark, text(target, "checkpoint"),
-          Option(target.get("runId")).filterNot(_.isNull).map(r => UUID.fromString(r.asText)),
+        BeforeFirstCommit.partitions(spark, text(target, "checkpoint"), runIdOf(target),
           spark.sessionState.newHadoopConf()).map(Left(_)).getOrElse(throw e)
     }
 
@@ -225,6 +223,9 @@ object PythonQueryGateway {
 
   private def text(node: JsonNode, field: String): String =
     Option(node.get(field)).filter(_.isValueNode).map(_.asText).getOrElse(throw badRequest(s"'$field' is missing"))
+
+  private def runIdOf(node: JsonNode): Option[UUID] =
+    Option(node.get("runId")).filterNot(_.isNull).map(r => UUID.fromString(r.asText))
 
   private def flag(node: JsonNode, field: String): Boolean = Option(node.get(field)).exists(_.asBoolean)
 

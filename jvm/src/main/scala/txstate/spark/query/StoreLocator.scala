@@ -115,15 +115,16 @@ object StoreLocator {
       read
     }
 
-  private def readOffsets(checkpoint: String, batchId: Long, hadoopConf: Configuration): Seq[String] = {
+  private def readOffsets(checkpoint: String, batchId: Long, hadoopConf: Configuration): Seq[String] =
+    // Line 1: the log's format version; line 2: the batch's metadata; then one line per source.
+    offsetLogLines(checkpoint, batchId, hadoopConf).drop(2).filter(_.nonEmpty)
+
+  /** The lines of the query's offset log entry for `batchId`; empty when it has none. */
+  def offsetLogLines(checkpoint: String, batchId: Long, hadoopConf: Configuration): Seq[String] = {
     val file = new Path(new Path(checkpoint, "offsets"), batchId.toString)
     val fs = file.getFileSystem(hadoopConf)
     if (!fs.exists(file)) Nil
-    else {
-      val text = Using.resource(fs.open(file))(in => new String(in.readAllBytes(), UTF_8))
-      // Line 1: the log's format version; line 2: the batch's metadata; then one line per source.
-      text.split("\n").toSeq.drop(2).filter(_.nonEmpty)
-    }
+    else Using.resource(fs.open(file))(in => new String(in.readAllBytes(), UTF_8)).split("\n").toSeq
   }
 
   private def numericChildren(fs: FileSystem, dir: Path, files: Boolean = false): Seq[Long] =
