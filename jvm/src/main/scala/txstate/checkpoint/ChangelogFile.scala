@@ -59,9 +59,9 @@ object ChangelogFile {
     }
 
   /** Reads and verifies a whole changelog. Any damage raises [[CorruptChangelogException]] naming the file. */
-  def read(files: CheckpointFileManager, path: Path): Changelog = {
+  def read(files: CheckpointReads, path: Path): Changelog = {
     val bytes = FramedFile.readAll(files, path)(CheckpointErrors.missingChangelog(path, _))
-    val (format, in) = FramedFile.open(bytes, magic, readableFormats, "changelog")(corrupt(path, _))
+    val (format, in) = FramedFile.open(bytes, magic, readableFormats, "changelog", path)(corrupt(path, _))
     val header = readHeader(in, path)
     Changelog(header, new RecordIterator(recordsOf(format, in, path), path))
   }
@@ -81,13 +81,13 @@ object ChangelogFile {
    * Reads just the header, for lineage checks that must not load every record. It is verified
    * again, with the whole file, when the changelog is replayed.
    */
-  def readHeader(files: CheckpointFileManager, path: Path): ChangelogHeader = {
+  def readHeader(files: CheckpointReads, path: Path): ChangelogHeader = {
     val in =
       try files.open(path)
       catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.missingChangelog(path, e) }
     try {
       val data = new DataInputStream(in)
-      try FramedFile.openHeader(data, magic, readableFormats, "changelog")(corrupt(path, _))
+      try FramedFile.openHeader(data, magic, readableFormats, "changelog", path)(corrupt(path, _))
       catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
       readHeader(data, path)
     } finally in.close()

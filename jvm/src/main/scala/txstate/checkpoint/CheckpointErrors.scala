@@ -26,6 +26,16 @@ final class CorruptSnapshotException(path: Path, why: String, cause: Throwable)
       s"[TXSTATE_CORRUPT_SNAPSHOT] the snapshot file $path is unusable: $why. Loads fall back to an older " +
         "snapshot and the changelogs.", cause)
 
+/**
+ * A file of a newer format than this build reads: a newer txstate-spark wrote it. Its own type,
+ * because readers that cannot upgrade (followers) must say which release they need.
+ */
+final class NewerFormatException(path: Path, val kind: String, val found: Int, val readable: Seq[Int])
+    extends CheckpointFileException(path,
+      s"[TXSTATE_NEWER_FORMAT] the $kind $path has $kind format $found, and this build reads format " +
+        s"${readable.mkString(" and ")}: a newer txstate-spark wrote it. Use a txstate-spark that reads $kind format " +
+        s"$found (the release that wrote it, or newer).", null)
+
 /** Every error the checkpoint layer raises, written once (docs/ARCHITECTURE.md, "Errors"). */
 private[txstate] object CheckpointErrors {
   def corruptChangelog(path: Path, why: String, cause: Throwable = null): CorruptChangelogException =
@@ -35,4 +45,11 @@ private[txstate] object CheckpointErrors {
 
   def corruptSnapshot(path: Path, why: String, cause: Throwable = null): CorruptSnapshotException =
     new CorruptSnapshotException(path, why, cause)
+
+  def newerFormat(path: Path, kind: String, found: Int, readable: Seq[Int]): NewerFormatException =
+    new NewerFormatException(path, kind, found, readable)
+
+  def readOnly(what: String, path: Path): java.nio.file.AccessDeniedException =
+    new java.nio.file.AccessDeniedException(path.toString, null,
+      s"[TXSTATE_READ_ONLY] a follower tried to $what $path; followers never change a checkpoint they read")
 }

@@ -47,7 +47,7 @@ private[checkpoint] object FramedFile {
   }
 
   /** The whole file at `path`; `missing` builds the caller's typed error when there is none. */
-  def readAll(files: CheckpointFileManager, path: Path)(missing: java.io.FileNotFoundException => Throwable): Array[Byte] =
+  def readAll(files: CheckpointReads, path: Path)(missing: java.io.FileNotFoundException => Throwable): Array[Byte] =
     try {
       val in = files.open(path)
       try in.readAllBytes() finally in.close()
@@ -60,7 +60,7 @@ private[checkpoint] object FramedFile {
    * stream over its body (after the format version, before the checksum). `corrupt` builds the
    * caller's typed error.
    */
-  def open(bytes: Array[Byte], magic: Array[Byte], formats: Seq[Int], kind: String)
+  def open(bytes: Array[Byte], magic: Array[Byte], formats: Seq[Int], kind: String, path: Path)
       (corrupt: String => Throwable): (Int, DataInputStream) = {
     if (bytes.length < headerBytes + checksumBytes) {
       throw corrupt(s"it is ${bytes.length} bytes long, too short to be a $kind")
@@ -71,25 +71,25 @@ private[checkpoint] object FramedFile {
     val stored = java.nio.ByteBuffer.wrap(bytes, bytes.length - checksumBytes, checksumBytes).getInt
     if (stored != crc.getValue.toInt) throw corrupt("its CRC32C checksum does not match its content")
     val in = new DataInputStream(new ByteArrayInputStream(bytes, magic.length, bytes.length - magic.length - checksumBytes))
-    (checkFormat(in.readInt(), formats, kind, corrupt), in)
+    (checkFormat(in.readInt(), formats, kind, path, corrupt), in)
   }
 
   /**
    * Checks the magic and format at the start of a stream (header-only reads that skip the
    * checksum); returns the format found.
    */
-  def openHeader(in: DataInputStream, magic: Array[Byte], formats: Seq[Int], kind: String)
+  def openHeader(in: DataInputStream, magic: Array[Byte], formats: Seq[Int], kind: String, path: Path)
       (corrupt: String => Throwable): Int = {
     val found = new Array[Byte](magic.length)
     in.readFully(found)
     if (!startsWithMagic(found, magic)) throw corrupt(s"it does not start with the txstate $kind magic bytes")
-    checkFormat(in.readInt(), formats, kind, corrupt)
+    checkFormat(in.readInt(), formats, kind, path, corrupt)
   }
 
-  private def checkFormat(found: Int, readable: Seq[Int], kind: String, corrupt: String => Throwable): Int =
+  private def checkFormat(found: Int, readable: Seq[Int], kind: String, path: Path, corrupt: String => Throwable): Int =
     if (readable.contains(found)) found
-    else throw corrupt(s"it has $kind format $found; this build reads format ${readable.mkString(" and ")}" +
-      (if (found > readable.max) ": it was written by a newer txstate-spark, use that version or newer" else ""))
+    else if (found > readable.max) throw CheckpointErrors.newerFormat(path, kind, found, readable)
+    else throw corrupt(s"it has $kind format $found; this build reads format ${readable.mkString(" and ")}")
 
   private def startsWithMagic(bytes: Array[Byte], magic: Array[Byte]): Boolean =
     java.util.Arrays.equals(bytes, 0, magic.length, magic, 0, magic.length)

@@ -27,7 +27,7 @@ object Lineage {
    * changelog built on an empty store). A changelog whose header is damaged or misnumbered raises
    * [[CorruptChangelogException]]; a missing one [[MissingChangelogException]].
    */
-  def walkDown(checkpoint: StoreCheckpoint, version: Long, topId: Option[String], idsInFileNames: Boolean)
+  def walkDown(checkpoint: CheckpointReader, version: Long, topId: Option[String], idsInFileNames: Boolean)
       (stop: (Long, Option[String]) => Boolean): Either[BrokenLink, LineageChain] = {
     def idInName(id: Option[String]): Option[String] = if (idsInFileNames) id else None
 

@@ -45,9 +45,9 @@ object SnapshotManifest {
       }
     }
 
-  def read(files: CheckpointFileManager, path: Path): SnapshotManifest = {
+  def read(files: CheckpointReads, path: Path): SnapshotManifest = {
     val bytes = FramedFile.readAll(files, path)(CheckpointErrors.corruptSnapshot(path, "the manifest is missing", _))
-    val (_, in) = FramedFile.open(bytes, magic, Seq(formatVersion), "snapshot manifest")(
+    val (_, in) = FramedFile.open(bytes, magic, Seq(formatVersion), "snapshot manifest", path)(
       CheckpointErrors.corruptSnapshot(path, _))
     try readBody(in)
     catch { case e: EOFException => throw CheckpointErrors.corruptSnapshot(path, "it is truncated", e) }

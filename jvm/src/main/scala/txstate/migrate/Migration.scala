@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.json4s.{JInt, JNothing, JString, JValue}
 import org.json4s.jackson.JsonMethods
 
-import txstate.spark.LiveStores
+import txstate.spark.{CommitLogIds, LiveStores}
 
 /**
  * Moves a stopped query's state from the provider its checkpoint records to another one, and

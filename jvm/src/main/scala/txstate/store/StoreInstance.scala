@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.{ChangelogHeader, Lineage, LineageChain, SnapshotManifest, StoreCheckpoint}
+import txstate.checkpoint.{ChangelogHeader, LineageChain, StoreCheckpoint}
 import txstate.engine.{ChangeRecord, CommitPoint, CommittedView, Transaction, TxEngine}
 
 /**
@@ -45,6 +45,10 @@ final class StoreInstance private (
   @volatile private var closed = false
   @volatile private var newestSnapshotVersion = 0L
   private val snapshotActivity = new AtomicReference(SnapshotActivity.none)
+  private val loader = new CheckpointLoader(engine, checkpoint, options.idsInFileNames, label, { manifest =>
+    snapshots.adopt(engine.incarnation, manifest)
+    newestSnapshotVersion = manifest.version
+  })
 
   def committed: CommitPoint = engine.committed
   def isClosed: Boolean = closed
@@ -231,7 +235,7 @@ final class StoreInstance private (
         engine.startEmptyAt(version)
         (LoadPath.StartedEmpty, 0)
       case LoadRequest.FromSnapshot(snapshotVersion, version, checkpointId) =>
-        (LoadPath.Rebuilt, loadFromSnapshot(snapshotVersion, version, checkpointId))
+        (LoadPath.Rebuilt, loader.fromSnapshot(snapshotVersion, version, checkpointId))
     }
     val report = LoadReport(request.version, path, replayed, millisSince(start))
     if (path != LoadPath.Reused) log.info(s"txstate: loaded version ${request.version} of $label: $report")
@@ -241,119 +245,24 @@ final class StoreInstance private (
   private def loadVersion(version: Long, checkpointId: Option[String]): (LoadPath, Int) = {
     val local = engine.committed
     val clean = engine.inFlight.isEmpty
-    if (clean && local.version == version && holds(local, version, checkpointId)) (LoadPath.Reused, 0)
-    else if (clean && engine.committedBeforeLastCommit.exists(holds(_, version, checkpointId))) {
+    if (clean && local.version == version && loader.holds(local, version, checkpointId)) (LoadPath.Reused, 0)
+    else if (clean && engine.committedBeforeLastCommit.exists(loader.holds(_, version, checkpointId))) {
       engine.rollbackLastCommit()
       (LoadPath.RolledBack, 0)
     } else {
-      catchUp(local, version, checkpointId) match {
+      loader.catchUp(version, checkpointId) match {
         case Some(n) => (LoadPath.CaughtUp, n)
-        case None => (LoadPath.Rebuilt, rebuild(version, checkpointId, Set.empty))
+        case None => (LoadPath.Rebuilt, loader.rebuild(version, checkpointId))
       }
     }
   }
 
-  private def loadFromSnapshot(snapshotVersion: Long, version: Long, checkpointId: Option[String]): Int = {
-    val chain = walkDown(version, checkpointId)((level, _) => level <= snapshotVersion) match {
-      case Right(c @ LineageChain(_, `snapshotVersion`, Some(_))) => c
-      case other => throw cannotRebuild(version, s"no chain of changelogs leads back to version $snapshotVersion" +
-        other.left.toOption.fold("")(link => s" ($link)"))
-    }
-    val id = chain.levelId.get
-    if (!checkpoint.snapshots().exists(e => e.version == snapshotVersion && e.id.contains(id))) {
-      throw cannotRebuild(version, s"there is no snapshot of version $snapshotVersion on its lineage " +
-        s"(expected ${checkpoint.snapshotPath(snapshotVersion, id)})")
-    }
-    restoreSnapshot(checkpoint.readManifest(snapshotVersion, id))
-    replay(chain.headers)
-  }
-
-  private def idInName(id: String): Option[String] = if (options.idsInFileNames) Some(id) else None
-
-  /** True when the commit point `p` is exactly `version` on the requested lineage. */
-  private def holds(p: CommitPoint, version: Long, checkpointId: Option[String]): Boolean =
-    if (version == 0) p.version == 0 && p.checkpointId.isEmpty
-    else p.version == version && p.checkpointId == Some(topCheckpointId(version, checkpointId))
-
-  /** The checkpoint id of `version` on the requested lineage. */
-  private def topCheckpointId(version: Long, checkpointId: Option[String]): String =
-    if (options.idsInFileNames) checkpointId.getOrElse(throw StoreErrors.missingCheckpointId(version, label))
-    else checkpoint.readChangelogHeader(version, None).checkpointId
+  private def idInName(id: String): Option[String] = loader.idInName(id)
 
   private def walkDown(version: Long, checkpointId: Option[String])(stop: (Long, Option[String]) => Boolean) =
-    Lineage.walkDown(checkpoint, version, if (version == 0) None else Some(topCheckpointId(version, checkpointId)),
-      options.idsInFileNames)(stop)
+    loader.walkDown(version, checkpointId)(stop)
 
-  /**
-   * Replays only the missing changelogs when the local database is behind on the same lineage.
-   * None (rebuild instead) for an empty local database, which a snapshot serves better, and when
-   * the chain down to the local version is not there any more (cleaned up, or another lineage).
-   */
-  private def catchUp(local: CommitPoint, version: Long, checkpointId: Option[String]): Option[Int] =
-    if (engine.inFlight.isDefined || local.version >= version || local.checkpointId.isEmpty) None
-    else {
-      val walk =
-        try walkDown(version, checkpointId)((level, _) => level <= local.version).toOption
-        catch {
-          case NonFatal(e) =>
-            // The rebuild reads the same files and reports what is wrong with them.
-            log.info(s"txstate: cannot catch $label up from version ${local.version} to $version, rebuilding: $e")
-            None
-        }
-      walk.collect { case LineageChain(chain, level, id) if level == local.version && id == local.checkpointId => replay(chain) }
-    }
-
-  /**
-   * Rebuilds from the newest usable snapshot on the lineage, then its changelogs. A snapshot that
-   * cannot be restored is skipped with a warning and an older one (or the chain's root) is used.
-   * Returns the number of changelogs replayed.
-   */
-  private def rebuild(version: Long, checkpointId: Option[String], unusable: Set[(Long, String)]): Int = {
-    val available = checkpoint.snapshots().flatMap(e => e.id.map(id => (e.version, id))).toSet -- unusable
-    val walk =
-      try walkDown(version, checkpointId)((level, id) => id.exists(i => available.contains((level, i))))
-      catch { case NonFatal(e) => throw cannotRebuild(version, e.getMessage, e) }
-    walk match {
-      case Right(LineageChain(chain, level, None)) =>
-        if (level == 0) engine.wipe() else engine.startEmptyAt(level)
-        replay(chain)
-      case Right(LineageChain(chain, level, Some(id))) =>
-        val restored =
-          try { restoreSnapshot(checkpoint.readManifest(level, id)); true }
-          catch {
-            case NonFatal(e) =>
-              log.warn(s"txstate: snapshot of version $level of $label is unusable, falling back to an older one: " +
-                e.getMessage)
-              false
-          }
-        if (restored) replay(chain) else rebuild(version, checkpointId, unusable + ((level, id)))
-      case Left(link) =>
-        throw cannotRebuild(version, s"its changelogs do not form one chain back to a snapshot or an empty store " +
-          s"($link); the checkpoint is damaged or mixes files of two queries")
-    }
-  }
-
-  private def restoreSnapshot(manifest: SnapshotManifest): Unit = {
-    val point = engine.restore(dir => manifest.files.foreach(f => checkpoint.download(f, new java.io.File(dir, f.localName))))
-    if (point.version != manifest.version || !point.checkpointId.contains(manifest.checkpointId)) {
-      engine.wipe()
-      throw StoreErrors.snapshotMismatch(checkpoint.snapshotPath(manifest.version, manifest.checkpointId),
-        s"version ${point.version} (${point.checkpointId.getOrElse("no id")})")
-    }
-    snapshots.adopt(engine.incarnation, manifest)
-    newestSnapshotVersion = manifest.version
-  }
-
-  private def cannotRebuild(version: Long, why: String, cause: Throwable = null): StoreException =
-    StoreErrors.cannotRebuild(version, label, checkpoint.root, why, cause)
-
-  private def replay(chain: List[ChangelogHeader]): Int = {
-    chain.foreach { h =>
-      engine.replay(checkpoint.readVersionChanges(h, idInName(h.checkpointId)),
-        CommitPoint(h.version, Some(h.checkpointId), CommitPoint.currentFormatVersion, h.commitTimeMs, h.numKeys))
-    }
-    chain.size
-  }
+  private def cannotRebuild(version: Long, why: String): StoreException = loader.cannotRebuild(version, why)
 }
 
 object StoreInstance {

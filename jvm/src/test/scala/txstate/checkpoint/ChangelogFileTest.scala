@@ -153,11 +153,16 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
     } finally cp.close()
   }
 
-  test("a changelog of an unknown format version is reported as corrupt, naming the file and the format") {
+  test("a changelog of a newer format is refused as such, naming the file, the format and the release needed") {
     val cp = newCheckpoint()
     try {
-      val path = writeDamaged(cp)(bytes => bytes(7) = 9) // the low byte of the format version after the 4-byte magic
-      assertCorrupt(cp, path, "format 9")(cp.readChangelogHeader(7, None))
+      // The low byte of the format version after the 4-byte magic, with the checksum made right again.
+      val path = writeDamaged(cp)(bytes => resealed { bytes(7) = 9; bytes })
+      for (read <- Seq(() => cp.readChangelogHeader(7, None), () => cp.readChangelog(7, None))) {
+        val e = intercept[NewerFormatException](read())
+        assert(e.path == path && e.found == 9 && e.readable == Seq(1, 2), e.getMessage)
+        assert(e.getMessage.contains(path.toString) && e.getMessage.contains("reads changelog format 9"), e.getMessage)
+      }
     } finally cp.close()
   }
 

@@ -11,8 +11,12 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.streaming.StreamingQuery
 import org.apache.spark.sql.types.StructType
 
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf
+
 import txstate.compat.StreamingQueryWrapper
-import txstate.spark.StoreSchema
+import txstate.spark.{StoreSchema, TxStateConf}
+import txstate.spark.query.follow.{FollowOptions, Follower, FollowerQueries, Followers}
 
 /**
  * The JVM end of `txstate_spark.query`: three calls that take and return JSON (one py4j round trip
@@ -47,7 +51,8 @@ object PythonQueryGateway {
   /** The store set a target names: partitions, schemas and key encoding. */
   def describe(spark: SparkSession, targetJson: String): String = {
     val target = parse(targetJson)
-    orPending(spark, target)(StoreLocator.describe(text(target, "checkpoint"), text(target, "operator"),
+    if (hasFollower(target)) describeStore(follower(target).description, target)
+    else orPending(spark, target)(StoreLocator.describe(text(target, "checkpoint"), text(target, "operator"),
       text(target, "store"), spark.sessionState.newHadoopConf())) match {
       case Left(n) =>
         val out = nodes.objectNode()
@@ -74,11 +79,24 @@ object PythonQueryGateway {
     val ordinals = out.putArray("rangeKeyOrdinals")
     codec.rangeKeyOrdinals.foreach(ordinals.add(_))
     Option(target.get("runId")).filterNot(_.isNull).fold(out.putNull("runId"))(r => out.put("runId", r.asText))
+    Option(target.get("follower")).filterNot(_.isNull).foreach(f => out.put("follower", f.asText))
     mapper.writeValueAsString(out)
+  }
+
+  /** The description of the store set `follower` replicates. */
+  def describe(follower: Follower): String = {
+    val target = nodes.objectNode()
+    target.put("follower", follower.id)
+    describeStore(follower.description, target)
   }
 
   def execute(spark: SparkSession, requestJson: String): String = {
     val json = parse(requestJson)
+    if (hasFollower(json)) executeOn(follower(json), requestJson, spark.sessionState.newHadoopConf())
+    else executeOnQuery(spark, json)
+  }
+
+  private def executeOnQuery(spark: SparkSession, json: JsonNode): String = {
     val store = StoreReference(text(json, "checkpoint"),
       runIdOf(json), text(json, "operator"), text(json, "store"))
     orPending(spark, json)(StoreLocator.describe(store.checkpoint, store.operator, store.storeName,
@@ -92,18 +110,100 @@ object PythonQueryGateway {
   }
 
   private def executeOn(spark: SparkSession, json: JsonNode, store: StoreReference, schema: StoreSchema): String = {
-    val query = readQuery(json.get("query"), schema.keySchema)
-    val request = StateQueryRequest(
+    val request = readRequest(json, store, schema)
+    mapper.writeValueAsString(writeResult(StateQueryExecutor.execute(spark, request), request.query, schema.keySchema,
+      schema.valueSchema))
+  }
+
+  /**
+   * A request answered by `follower`'s replicas in this JVM: what `execute` does for requests naming
+   * `"follower"`, and what the serving process answers over HTTP (no Spark session needed).
+   */
+  def executeOn(follower: Follower, requestJson: String, hadoopConf: => Configuration): String = {
+    val json = parse(requestJson)
+    val d = follower.description
+    val request = readRequest(json, StoreReference(d.checkpoint, None, d.operatorId.toString, d.storeName), d.schema)
+    mapper.writeValueAsString(writeResult(FollowerQueries.execute(follower, request, hadoopConf), request.query,
+      d.schema.keySchema, d.schema.valueSchema))
+  }
+
+  private def readRequest(json: JsonNode, store: StoreReference, schema: StoreSchema): StateQueryRequest = {
+    if (!json.isObject) throw badRequest("the request must be a JSON object")
+    StateQueryRequest(
       store,
-      query = query,
-      partitions = Option(json.get("partitions")).filterNot(_.isNull).map(_.elements().asScala.map(_.asInt).toSeq),
+      query = readQuery(json.get("query"), schema.keySchema),
+      partitions = Option(json.get("partitions")).filterNot(_.isNull).map { ps =>
+        if (!ps.isArray || !ps.elements().asScala.forall(_.canConvertToInt)) {
+          throw badRequest("'partitions' must be an array of partition numbers")
+        }
+        ps.elements().asScala.map(_.asInt).toSeq
+      },
       bound = readBound(json.get("bound")),
       activeOnly = flag(json, "requireActive"),
       executionInfo = flag(json, "executionInfo"),
       checkpointReads = flag(json, "checkpointReads"))
-    mapper.writeValueAsString(writeResult(StateQueryExecutor.execute(spark, request), query, schema.keySchema,
-      schema.valueSchema))
   }
+
+  // ---- followers ----------------------------------------------------------------------------
+
+  /**
+   * Starts a follower (`{"checkpoint", "operator", "store", "partitions"?, "pollIntervalMs"?,
+   * "replayLimit"?, "localDir"?}`) with the session's RocksDB settings; answers its description
+   * with `"follower"`, its id.
+   */
+  def follow(spark: SparkSession, requestJson: String): String = {
+    val json = parse(requestJson)
+    val defaults = FollowOptions()
+    val options = FollowOptions(
+      partitions = Option(json.get("partitions")).filterNot(_.isNull).map(_.elements().asScala.map(_.asInt).toSeq),
+      pollIntervalMs = Option(json.get("pollIntervalMs")).filterNot(_.isNull).fold(defaults.pollIntervalMs)(_.asLong),
+      replayLimit = Option(json.get("replayLimit")).filterNot(_.isNull).fold(defaults.replayLimit)(_.asInt),
+      localDir = Option(json.get("localDir")).filterNot(_.isNull).fold(defaults.localDir)(_.asText),
+      engine = TxStateConf.from(new StateStoreConf(spark.sessionState.conf)).store.engine)
+    val started =
+      try Followers.follow(text(json, "checkpoint"), text(json, "operator"), text(json, "store"),
+        spark.sessionState.newHadoopConf(), options)
+      catch { case e: IllegalArgumentException if !e.getMessage.startsWith("[TXSTATE_") => throw badRequest(e.getMessage) }
+    val target = nodes.objectNode()
+    target.put("follower", started.id)
+    describeStore(started.description, target)
+  }
+
+  /** `{"lag": {...}, ...}` of follower `{"follower"}`. */
+  def followerStatus(requestJson: String): String =
+    mapper.writeValueAsString(statusJson(follower(parse(requestJson))))
+
+  def statusJson(f: Follower): ObjectNode = {
+    val status = f.status
+    val out = nodes.objectNode()
+    out.put("follower", f.id)
+    val lag = out.putObject("lag")
+    status.lag.appliedBatch.fold(lag.putNull("appliedBatch"))(lag.put("appliedBatch", _))
+    status.lag.leaderBatch.fold(lag.putNull("leaderBatch"))(lag.put("leaderBatch", _))
+    lag.put("batches", status.lag.batches)
+    lag.put("millis", status.lag.millis)
+    val partitions = out.putArray("partitions")
+    f.partitions.foreach(partitions.add(_))
+    out.put("polls", status.polls)
+    out.put("catchUps", status.catchUps)
+    out.put("reanchors", status.reanchors)
+    out.put("failures", status.failures)
+    status.lastError.fold(out.putNull("lastError"))(out.put("lastError", _))
+    out.put("closed", status.closed)
+    out.put("nativeMemoryBytes", status.nativeMemoryBytes)
+    out
+  }
+
+  /** Closes follower `{"follower"}`: `{"closed": true}`, or false when it was closed already. */
+  def unfollow(requestJson: String): String = {
+    val out = nodes.objectNode()
+    out.put("closed", Followers.close(text(parse(requestJson), "follower")))
+    mapper.writeValueAsString(out)
+  }
+
+  private def hasFollower(json: JsonNode): Boolean = Option(json.get("follower")).exists(!_.isNull)
+
+  private def follower(json: JsonNode): Follower = Followers.get(text(json, "follower"))
 
   /**
    * `describe`'s answer, or the partition count of the target's running query when that has no

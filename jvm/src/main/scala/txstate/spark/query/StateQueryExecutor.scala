@@ -174,7 +174,7 @@ private[query] object StateQueryExecutor {
 
   // ---- the answer ---------------------------------------------------------------------------
 
-  private def assemble(d: StoreDescription, query: StateQuery, request: StateQueryRequest,
+  private[query] def assemble(d: StoreDescription, query: StateQuery, request: StateQueryRequest,
       raw: Seq[RawPartitionResult], hadoopConf: => Configuration): StateQueryResult = {
     val offsets = raw.flatMap(_.point.map(_.version - 1)).distinct
       .map(b => b -> StoreLocator.sourceOffsets(d.checkpoint, b, hadoopConf)).toMap

@@ -1,4 +1,4 @@
-package txstate.migrate
+package txstate.spark
 
 import org.json4s.{JArray, JObject, JString}
 import org.json4s.jackson.JsonMethods

@@ -1,0 +1,134 @@
+package txstate.checkpoint
+
+import java.io.{File, FileOutputStream, InputStream, OutputStream}
+import java.util.zip.CRC32C
+
+import org.apache.hadoop.fs.{FileStatus, Path, PathFilter}
+
+import txstate.engine.ChangeRecord
+
+/** A changelog or snapshot manifest found in the checkpoint: its version, id (if named) and path. */
+final case class CheckpointEntry(version: Long, id: Option[String], path: Path, modifiedMs: Long)
+
+/**
+ * Reading the durable files of one store instance, in Spark's per-instance state directory
+ * (docs/ARCHITECTURE.md, "Files in a checkpoint"):
+ * - `<version>.txlog` (checkpoint format v1) or `<version>_<checkpointId>.txlog` (format v2);
+ * - `<version>_<checkpointId>-<k>.txseg`: the k-th early-commit segment of an open version;
+ * - `<version>_<checkpointId>.snapshot`: a snapshot manifest (or `<version>.<checkpointId>.txsnapshot`
+ *   beside Spark's HDFS provider, see [[SnapshotNames]]);
+ * - `sst/<uuid>-<rocksdb file name>`: RocksDB files, shared by every snapshot that contains them.
+ *
+ * It holds only [[CheckpointReads]]: followers use it over a [[ReadOnlyFileSystem]], and
+ * [[StoreCheckpoint]] adds the writes. `idInName` parameters are the checkpoint id as it appears
+ * in a changelog's file name: Some under checkpoint format v2, None under v1.
+ */
+class CheckpointReader(val root: Path, reads: CheckpointReads) {
+  protected val sstDir = new Path(root, "sst")
+
+  def changelogPath(version: Long, idInName: Option[String]): Path =
+    new Path(root, idInName.fold(s"$version.txlog")(id => s"${version}_$id.txlog"))
+
+  /** The k-th early-commit segment (k from 1) of the open version's commit attempt `checkpointId`. */
+  def segmentPath(version: Long, checkpointId: String, k: Int): Path = new Path(root, s"${version}_$checkpointId-$k.txseg")
+
+  def snapshotPath(version: Long, checkpointId: String): Path = new Path(root, SnapshotNames.written(version, checkpointId))
+
+  def readChangelog(version: Long, idInName: Option[String]): Changelog =
+    ChangelogFile.read(reads, changelogPath(version, idInName))
+
+  def readSegment(version: Long, checkpointId: String, k: Int): Changelog =
+    ChangelogFile.read(reads, segmentPath(version, checkpointId, k))
+
+  /**
+   * Every change of a version: its early-commit segments in order, then its changelog's own records.
+   * The changelog is read and verified now, before the caller writes anything; each segment when
+   * the iteration reaches it, so a large early-committed version never sits in memory whole.
+   */
+  def readVersionChanges(header: ChangelogHeader, idInName: Option[String]): Iterator[ChangeRecord] = {
+    val own = readChangelog(header.version, idInName).records
+    readSegments(header.version, header.checkpointId, header.segments) ++ own
+  }
+
+  /** The records of segments 1 to `count` of a version's commit attempt, each read when reached. */
+  def readSegments(version: Long, checkpointId: String, count: Int): Iterator[ChangeRecord] =
+    (1 to count).iterator.flatMap(k => readSegment(version, checkpointId, k).records)
+
+  def readChangelogHeader(version: Long, idInName: Option[String]): ChangelogHeader =
+    ChangelogFile.readHeader(reads, changelogPath(version, idInName))
+
+  def changelogs(): Seq[CheckpointEntry] = entries(".txlog")
+  def segments(): Seq[CheckpointEntry] = entries(".txseg")
+  /** txstate's manifests: always named with a checkpoint id (Spark's HDFS provider's `<version>.snapshot` is not ours). */
+  def snapshots(): Seq[CheckpointEntry] =
+    (entries(SnapshotNames.writtenSuffix) ++ entries(SnapshotNames.besideHdfsSuffix)).filter(_.id.isDefined)
+
+  def readManifest(version: Long, checkpointId: String): SnapshotManifest = {
+    val written = snapshotPath(version, checkpointId)
+    val renamed = new Path(root, SnapshotNames.besideHdfs(version, checkpointId))
+    SnapshotManifest.read(reads, if (!reads.exists(written) && reads.exists(renamed)) renamed else written)
+  }
+
+  /** Copies `sst/<file.storedName>` to `target`, verifying its size and CRC32C. */
+  def download(file: SnapshotFile, target: File): Unit = {
+    val source = new Path(sstDir, file.storedName)
+    val in =
+      try reads.open(source)
+      catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.corruptSnapshot(source, "it is missing", e) }
+    val (size, crc) =
+      try {
+        val out = new FileOutputStream(target)
+        try CheckpointReader.copyCounting(in, out) finally out.close()
+      } finally in.close()
+    if (size != file.size || crc != file.crc32c) {
+      throw CheckpointErrors.corruptSnapshot(source,
+        s"expected ${file.size} bytes with CRC32C ${file.crc32c}, found $size bytes with CRC32C $crc")
+    }
+  }
+
+  def storedFiles(): Seq[FileStatus] =
+    if (reads.exists(sstDir)) reads.list(sstDir, (_: Path) => true) else Seq.empty
+
+  /**
+   * Temporary files (`.<name>.<random>.tmp`) older than `cutoffMs`: what writers killed between
+   * writing and renaming left behind. Live writers rename theirs within seconds.
+   */
+  def staleTemporaryFiles(cutoffMs: Long): Seq[Path] = {
+    val temporary: PathFilter = (p: Path) => p.getName.startsWith(".") && p.getName.endsWith(".tmp")
+    Seq(root, sstDir).filter(reads.exists).flatMap(dir => reads.list(dir, temporary))
+      .filter(_.getModificationTime < cutoffMs).map(_.getPath)
+  }
+
+  private def entries(suffix: String): Seq[CheckpointEntry] = {
+    if (!reads.exists(root)) Seq.empty
+    else {
+      val filter: PathFilter = (p: Path) => p.getName.endsWith(suffix)
+      reads.list(root, filter).flatMap { status =>
+        val stem = status.getPath.getName.stripSuffix(suffix)
+        // `<version>_<id>`, or `<version>.<id>` for a manifest renamed by migrate (SnapshotNames).
+        val (versionText, id) = stem.indexWhere(c => c == '_' || c == '.') match {
+          case -1 => (stem, None)
+          case i => (stem.substring(0, i), Some(stem.substring(i + 1)))
+        }
+        versionText.toLongOption.map(v => CheckpointEntry(v, id, status.getPath, status.getModificationTime))
+      }
+    }
+  }
+}
+
+private[checkpoint] object CheckpointReader {
+  /** Copies `in` to `out`; returns the bytes copied and their CRC32C. */
+  def copyCounting(in: InputStream, out: OutputStream): (Long, Long) = {
+    val crc = new CRC32C
+    val buffer = new Array[Byte](1 << 16)
+    var size = 0L
+    var n = in.read(buffer)
+    while (n >= 0) {
+      crc.update(buffer, 0, n)
+      out.write(buffer, 0, n)
+      size += n
+      n = in.read(buffer)
+    }
+    (size, crc.getValue)
+  }
+}
