@@ -6,6 +6,8 @@ wheel bundles). This package only finds that jar and wires it into Spark:
 * :func:`configure` - a ``SparkSession.Builder`` helper (classic PySpark, before the first session);
 * :func:`submit_args` - ``spark-submit`` / ``pyspark`` flags (also ``python -m txstate_spark submit-args``);
 * :func:`migrate` - move a stopped query's state to another provider (also ``python -m txstate_spark migrate``);
+* :func:`follow` - a read-only follower of a running query's state, kept current from its checkpoint
+  (served over HTTP by ``python -m txstate_spark serve``);
 * :func:`jar_path` - the jar itself (``python -m txstate_spark jar``), e.g. for a cluster library;
   one jar per Spark line, picked for the Spark that will run (:func:`supported_lines`).
 
@@ -23,6 +25,7 @@ from txstate_spark.errors import (
 )
 from txstate_spark.jar import jar_path, supported_lines
 from txstate_spark.migration import MigrationReport, migrate
+from txstate_spark.query.follower import Follower, FollowerLag, follow
 from txstate_spark.session import configure
 from txstate_spark.settings import KNOWN_SETTINGS, setting_key, spark_settings
 from txstate_spark.submit import submit_args
@@ -34,12 +37,15 @@ __all__ = [
     "SETTINGS_PREFIX",
     "TxStateConfigurationError",
     "TxStateError",
+    "Follower",
+    "FollowerLag",
     "MigrationReport",
     "TxStateJarNotFoundError",
     "TxStateMigrationError",
     "TxStateUnsupportedSparkError",
     "__version__",
     "configure",
+    "follow",
     "jar_path",
     "migrate",
     "setting_key",

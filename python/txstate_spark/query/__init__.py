@@ -19,6 +19,7 @@ classic (py4j) pyspark: Spark Connect sessions are refused with a :class:`StateQ
 
 from txstate_spark.errors import StateQueryError
 from txstate_spark.query.bounds import MergedPosition, Position, PositionBound
+from txstate_spark.query.follower import Follower, FollowerLag, FollowerStatus, follow
 from txstate_spark.query.queries import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -39,6 +40,9 @@ __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
     "FailureReason",
+    "Follower",
+    "FollowerLag",
+    "FollowerStatus",
     "KeyQuery",
     "MergedPosition",
     "MultiKeyQuery",
@@ -55,4 +59,5 @@ __all__ = [
     "StateQueryRequest",
     "StateQueryResult",
     "StoreDescription",
+    "follow",
 ]

@@ -63,6 +63,18 @@ class QueryGateway:
         """The response to one request."""
         return self._call("execute", self._jsession, json.dumps(request, allow_nan=False))
 
+    def follow(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        """Starts a follower; its store description with ``"follower"``, its id."""
+        return self._call("follow", self._jsession, json.dumps(request))
+
+    def follower_status(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        """``{"lag": {...}, ...}`` of the follower ``{"follower"}``."""
+        return self._call("followerStatus", json.dumps(request))
+
+    def unfollow(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        """Closes the follower ``{"follower"}``."""
+        return self._call("unfollow", json.dumps(request))
+
     def _call(self, method: str, *args: Any) -> Dict[str, Any]:
         try:
             answer = getattr(self._gateway, method)(*args)
@@ -156,6 +168,15 @@ class ConnectGateway(QueryGateway):
 
     def execute(self, request: Dict[str, Any]) -> Dict[str, Any]:
         return self._read("execute", request)
+
+    def follow(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        return self._read("follow", request)
+
+    def follower_status(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        return self._read("followerStatus", request)
+
+    def unfollow(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        return self._read("unfollow", request)
 
     def _read(self, call: str, request: Dict[str, Any]) -> Dict[str, Any]:
         reader = self._spark.read.format(SOURCE_FORMAT).option("protocol", call)

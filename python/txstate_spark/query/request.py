@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, Optional, Tuple
 
 from txstate_spark.errors import StateQueryError
 from txstate_spark.query.bounds import PositionBound
+from txstate_spark.query.follower import Follower
 from txstate_spark.query.gateway import QueryGateway, gateway_for
 from txstate_spark.query.queries import PagedQuery, Query
 from txstate_spark.query.results import StateQueryResult, parse_response
@@ -62,8 +63,9 @@ class StateQueryRequest:
         """A request to one store of a streaming query.
 
         Args:
-            target: a running (or stopped) pyspark ``StreamingQuery``, or its checkpoint location (a
-                path or URI). A stopped query's stores answer only with ``allow_checkpoint_reads()``.
+            target: a running (or stopped) pyspark ``StreamingQuery``, its checkpoint location (a
+                path or URI), or a :class:`Follower` (whose operator and store are used). A stopped
+                query's stores answer only with ``allow_checkpoint_reads()``.
             operator: the stateful operator's id (0 is the first), or its name in Spark's operator
                 metadata (``stateStoreSave``, ``dedupe``, ``symmetricHashJoin``, ...).
             store: the store name within the operator (``default``; joins have several).
@@ -74,10 +76,12 @@ class StateQueryRequest:
             raise StateQueryError(f"store must be a store name such as 'default', got {store!r}")
         if isinstance(target, (str, os.PathLike)):
             target = _checkpoint_location(target)
+        elif isinstance(target, Follower):
+            operator, store = target.description.operator_id, target.description.store_name
         elif not (_is_classic_streaming_query(target) or _is_connect_streaming_query(target)):
             raise StateQueryError(
-                f"in_store expects a pyspark StreamingQuery (classic or Spark Connect) or a checkpoint "
-                f"path, got {type(target).__module__}.{type(target).__qualname__}"
+                f"in_store expects a pyspark StreamingQuery (classic or Spark Connect), a Follower or a "
+                f"checkpoint path, got {type(target).__module__}.{type(target).__qualname__}"
             )
         return StateQueryRequest(_target=target, operator=str(operator), store=store)
 
@@ -171,6 +175,9 @@ class StateQueryRequest:
         resolved = self._resolved
         with resolved.lock:
             if resolved.target is None:
+                if isinstance(self._target, Follower):
+                    resolved.target = {"follower": self._target.id}
+                    return {**resolved.target}
                 if isinstance(self._target, str):
                     checkpoint, run_id = self._target, None
                 elif _is_connect_streaming_query(self._target):

@@ -43,7 +43,13 @@ final class FollowerReplica private (
 
   def committed: CommitPoint = engine.committed
 
-  def nativeMemoryUsed: Long = engine.nativeMemoryUsed
+  /**
+   * The engine's native memory as of the last step. Measured under the replica's lock only:
+   * asking RocksDB while `advanceTo` replaces the database would read a closed handle.
+   */
+  def nativeMemoryUsed: Long = memoryAfterLastStep
+
+  @volatile private var memoryAfterLastStep = 0L
 
   /** Runs `read` on the newest version this replica holds (see [[TxEngine.readCommittedView]]). */
   def readCommittedView[T](waitMs: Long)(read: CommittedView => T): Option[T] = engine.readCommittedView(waitMs)(read)
@@ -54,6 +60,11 @@ final class FollowerReplica private (
    */
   def advanceTo(version: Long, checkpointId: Option[String]): FollowStep = synchronized {
     if (closed) throw StoreErrors.closed(label)
+    try step(version, checkpointId)
+    finally memoryAfterLastStep = engine.nativeMemoryUsed
+  }
+
+  private def step(version: Long, checkpointId: Option[String]): FollowStep = {
     val held = engine.committed
     if (version < held.version || (version == held.version && safely(loader.holds(held, version, checkpointId))))
       FollowStep.Unchanged
@@ -95,6 +106,7 @@ final class FollowerReplica private (
   def close(): Unit = synchronized {
     if (!closed) {
       closed = true
+      memoryAfterLastStep = 0L
       try engine.close() finally local.release()
     }
   }

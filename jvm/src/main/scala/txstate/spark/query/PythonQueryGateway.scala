@@ -148,7 +148,8 @@ object PythonQueryGateway {
 
   /**
    * Starts a follower (`{"checkpoint", "operator", "store", "partitions"?, "pollIntervalMs"?,
-   * "replayLimit"?, "localDir"?}`) with the session's RocksDB settings; answers its description
+   * "replayLimit"?, "localDir"?, "requestId"?}`; a second request with the same `requestId` gets
+   * the same follower) with the session's RocksDB settings; answers its description
    * with `"follower"`, its id.
    */
   def follow(spark: SparkSession, requestJson: String): String = {
@@ -162,7 +163,7 @@ object PythonQueryGateway {
       engine = TxStateConf.from(new StateStoreConf(spark.sessionState.conf)).store.engine)
     val started =
       try Followers.follow(text(json, "checkpoint"), text(json, "operator"), text(json, "store"),
-        spark.sessionState.newHadoopConf(), options)
+        spark.sessionState.newHadoopConf(), options, Option(json.get("requestId")).filterNot(_.isNull).map(_.asText))
       catch { case e: IllegalArgumentException if !e.getMessage.startsWith("[TXSTATE_") => throw badRequest(e.getMessage) }
     val target = nodes.objectNode()
     target.put("follower", started.id)

@@ -2,8 +2,8 @@ package txstate.spark.query.follow
 
 import org.apache.hadoop.conf.Configuration
 
-import txstate.spark.query.{FailureReason, KeyQuery, MultiKeyQuery, PartitionReader, QueryFailure, QueryResolver,
-  RawPartitionResult, StateQueryExecutor, StateQueryRequest, StateQueryResult}
+import txstate.spark.query.{FailureReason, KeyQuery, MultiKeyQuery, PartitionReader, PositionBound, QueryFailure,
+  QueryResolver, RawPartitionResult, ResolvedQuery, StateQueryExecutor, StateQueryRequest, StateQueryResult}
 
 /**
  * Runs a request on a follower's replicas, in this JVM, with the same readers, failure reasons and
@@ -19,20 +19,22 @@ private[query] object FollowerQueries {
     val requested = request.partitions.getOrElse(routed(follower, request))
     val (existing, missing) = requested.partition(p => p >= 0 && p < d.numPartitions)
     val resolved = QueryResolver.resolve(request.query, existing)
-    val answers = existing.map { p =>
-      if (!follower.follows(p)) {
-        failed(p, FailureReason.NotPresent, s"follower ${follower.id} does not follow partition $p (it follows " +
-          s"${follower.partitions.mkString(", ")}); start a follower of that partition")
-      } else {
-        follower.read(p, viewWaitMs)(view =>
-          PartitionReader.read(p, resolved(p), request.bound, follower.codec, view, s"follower ${follower.id}"))
-          .getOrElse(failed(p, FailureReason.NotPresent, s"follower ${follower.id} holds no committed batch of " +
-            s"partition $p yet (the leader has committed none, or the follower is re-anchoring it); retry shortly"))
-      }
-    } ++ missing.map(p => failed(p, FailureReason.DoesNotExist,
+    val answers = existing.map(p => readPartition(follower, p, resolved(p), request.bound)) ++ missing.map(p => failed(p, FailureReason.DoesNotExist,
       s"store '${d.storeName}' of operator ${d.operatorId} has partitions 0 to ${d.numPartitions - 1}, not $p"))
     StateQueryExecutor.assemble(d, request.query, request, answers, hadoopConf)
   }
+
+  /** One partition's answer from the follower's replica (`NOT_PRESENT` when it holds none). */
+  def readPartition(follower: Follower, p: Int, query: ResolvedQuery, bound: PositionBound): RawPartitionResult =
+    if (!follower.follows(p)) {
+      failed(p, FailureReason.NotPresent, s"follower ${follower.id} does not follow partition $p (it follows " +
+        s"${follower.partitions.mkString(", ")}); start a follower of that partition")
+    } else {
+      follower.read(p, viewWaitMs)(view =>
+        PartitionReader.read(p, query, bound, follower.codec, view, s"follower ${follower.id}"))
+        .getOrElse(failed(p, FailureReason.NotPresent, s"follower ${follower.id} holds no committed batch of " +
+          s"partition $p yet (the leader has committed none, or the follower is re-anchoring it); retry shortly"))
+    }
 
   private def routed(follower: Follower, request: StateQueryRequest): Seq[Int] = {
     val keys = request.query match {

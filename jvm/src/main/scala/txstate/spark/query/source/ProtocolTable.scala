@@ -30,6 +30,9 @@ private[source] final class ProtocolTable(spark: SparkSession, call: String, req
       val response = call match {
         case "describe" => PythonQueryGateway.describe(spark, request)
         case "execute" => PythonQueryGateway.execute(spark, request)
+        case "follow" => PythonQueryGateway.follow(spark, request)
+        case "followerStatus" => PythonQueryGateway.followerStatus(request)
+        case "unfollow" => PythonQueryGateway.unfollow(request)
         case _ => PythonQueryGateway.queryTargetOfRun(spark, request)
       }
       Array(InternalRow(UTF8String.fromString(response)))

@@ -10,6 +10,7 @@ private[source] object SourceTarget {
   final case class Checkpoint(path: String) extends SourceTarget
   final case class QueryName(name: String) extends SourceTarget
   final case class QueryId(id: UUID) extends SourceTarget
+  final case class Follower(id: String) extends SourceTarget
 }
 
 /**
@@ -34,9 +35,9 @@ private[source] final case class SourceOptions(
     protocol: Option[(String, String)])
 
 private[source] object SourceOptions {
-  private val known = Seq("path", "queryName", "queryId", "operator", "store", "minBatchId", "checkpointReads",
-    "requireActive", "waitMs", "protocol", "request")
-  private val protocols = Seq("describe", "execute", "target")
+  private val known = Seq("path", "queryName", "queryId", "follower", "operator", "store", "minBatchId",
+    "checkpointReads", "requireActive", "waitMs", "protocol", "request")
+  private val protocols = Seq("describe", "execute", "target", "follow", "followerStatus", "unfollow")
 
   def parse(options: java.util.Map[String, String]): SourceOptions = {
     // Spark hands options over case-insensitively (lower-cased keys in some paths): match that way.
@@ -57,7 +58,7 @@ private[source] object SourceOptions {
       if (!protocols.contains(p)) throw SourceErrors.badOption("protocol", p, protocols.mkString(" or "))
       p -> get("request").getOrElse(throw SourceErrors.badOption("request", "", "the protocol's JSON request"))
     }
-    val targets = Seq("path", "queryName", "queryId").filter(get(_).isDefined)
+    val targets = Seq("path", "queryName", "queryId", "follower").filter(get(_).isDefined)
     val target = targets match {
       case Seq() if protocol.isDefined => SourceTarget.Checkpoint("") // the request names its store
       case Seq() => throw SourceErrors.noTarget()
@@ -67,6 +68,7 @@ private[source] object SourceOptions {
         val text = get("queryId").get
         SourceTarget.QueryId(scala.util.Try(UUID.fromString(text)).getOrElse(
           throw SourceErrors.badOption("queryId", text, "a query id (a UUID, StreamingQuery.id)")))
+      case Seq("follower") => SourceTarget.Follower(get("follower").get)
       case several => throw SourceErrors.severalTargets(several)
     }
     SourceOptions(target, get("operator").getOrElse("0"), get("store").getOrElse("default"), long("minBatchId", 0),

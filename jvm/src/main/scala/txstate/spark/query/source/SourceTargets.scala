@@ -6,10 +6,15 @@ import org.apache.spark.sql.SparkSession
 
 import txstate.compat.StreamingQueryWrapper
 import txstate.spark.LiveStores
+import txstate.spark.query.follow.Followers
 import txstate.spark.query.{BeforeFirstCommit, StateQueryExecutor, StoreDescription, StoreLocator}
 
-/** A read's store: its description, and the run of a running query whose live stores may answer. */
-private[source] final case class SourceStore(description: StoreDescription, runId: Option[UUID])
+/**
+ * A read's store: its description, and the run of a running query whose live stores may answer, or
+ * the follower (in this JVM) that answers instead.
+ */
+private[source] final case class SourceStore(description: StoreDescription, runId: Option[UUID],
+    follower: Option[String] = None)
 
 /**
  * Resolves a read's target to its checkpoint and, when a query runs on it in this session, that
@@ -19,13 +24,19 @@ private[source] final case class SourceStore(description: StoreDescription, runI
 private[source] object SourceTargets {
   private val pollMs = 100L
 
-  def resolve(spark: SparkSession, options: SourceOptions): SourceStore = {
+  def resolve(spark: SparkSession, options: SourceOptions): SourceStore = options.target match {
+    case SourceTarget.Follower(id) => SourceStore(Followers.get(id).description, None, Some(id))
+    case _ => resolveQuery(spark, options)
+  }
+
+  private def resolveQuery(spark: SparkSession, options: SourceOptions): SourceStore = {
     val (checkpoint, runId) = options.target match {
       case SourceTarget.Checkpoint(path) =>
         val root = LiveStores.normalize(StoreLocator.qualify(path, spark.sessionState.newHadoopConf()).toString)
         (root, StateQueryExecutor.runningQueryOn(spark, root))
       case SourceTarget.QueryName(name) => running(spark, s"name '$name'")(_.name == name)
       case SourceTarget.QueryId(id) => running(spark, s"id $id")(_.id == id)
+      case SourceTarget.Follower(id) => throw new IllegalStateException(s"txstate: follower $id is resolved above")
     }
     val started = System.currentTimeMillis()
     def describe() = StoreLocator.describe(checkpoint, options.operator, options.store, spark.sessionState.newHadoopConf())

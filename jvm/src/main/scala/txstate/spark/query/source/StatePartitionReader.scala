@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.util.SerializableConfiguration
 
+import txstate.spark.query.follow.{FollowerQueries, Followers}
 import txstate.spark.query.{FailureReason, LiveTask, PositionBound, RawAnswer, RawPartitionResult, ResolvedQuery,
   StateQueryExecutor, StoreDescription}
 
@@ -21,7 +22,8 @@ private[source] final case class StatePartition(
     requireActive: Boolean,
     checkpointReads: Boolean,
     waitMs: Long,
-    location: Option[String]) extends InputPartition {
+    location: Option[String],
+    follower: Option[String] = None) extends InputPartition {
   override def preferredLocations(): Array[String] = location.toArray
 }
 
@@ -32,7 +34,8 @@ private[source] final class StateReaderFactory(hadoopConf: Broadcast[Serializabl
 }
 
 /**
- * Reads one partition where its task runs: from the live store of the running query when this
+ * Reads one partition where its task runs (a follower's partitions on the driver, see
+ * [[FollowerScan]]): from the live store of the running query when this
  * executor holds it (a task scheduled elsewhere finds none), else from the checkpoint files'
  * latest committed batch, as the query API does. All rows come from one committed version (one
  * view), so they are buffered: a read holds one partition's answer in memory, which filters and
@@ -58,7 +61,12 @@ private[source] final class StatePartitionReader(task: StatePartition, hadoopCon
 
   override def close(): Unit = ()
 
-  private def read(): RawPartitionResult = {
+  private def read(): RawPartitionResult = task.follower match {
+    case Some(id) => FollowerQueries.readPartition(Followers.get(id), task.partition, task.query, task.bound)
+    case None => readQueryStore()
+  }
+
+  private def readQueryStore(): RawPartitionResult = {
     val d = task.description
     task.runId.flatMap(id => LiveTask(d.stateRoot, d.operatorId, task.partition, d.storeName, id, task.query,
       task.bound).run()).getOrElse(StateQueryExecutor.notLoaded(d, task.partition, task.query, task.bound,

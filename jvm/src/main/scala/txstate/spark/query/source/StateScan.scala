@@ -1,7 +1,8 @@
 package txstate.spark.query.source
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, LocalScan, PartitionReaderFactory, Scan}
 import org.apache.spark.sql.execution.streaming.state.{StateStoreId, TxStateSparkBridge}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
@@ -20,7 +21,7 @@ private[source] final class StateScan(spark: SparkSession, store: SourceStore, o
   override def readSchema(): StructType = StateRows.schema(d)
 
   override def description(): String =
-    s"txstate[${d.checkpoint} operator ${d.operatorId}${d.operatorName.fold("")(n => s" ($n)")} store ${d.storeName}: " +
+    s"txstate[${store.follower.fold("")(id => s"follower $id of ")}${d.checkpoint} operator ${d.operatorId}${d.operatorName.fold("")(n => s" ($n)")} store ${d.storeName}: " +
       s"${plan.read.describe} in ${partitions.size} of ${d.numPartitions} partitions" +
       limit.fold("")(n => s", limit $n per partition") +
       (if (plan.used.isEmpty) "" else s", pushed ${plan.used.mkString(", ")}") + "]"
@@ -55,7 +56,7 @@ private[source] final class StateScan(spark: SparkSession, store: SourceStore, o
       val location = store.runId.flatMap(id =>
         TxStateSparkBridge.storeLocation(spark, StateStoreId(d.stateRoot, d.operatorId, p, d.storeName), id))
       StatePartition(d, p, store.runId, query, bound, options.requireActive, options.checkpointReads, options.waitMs,
-        location)
+        location, store.follower)
     }.toArray
   }
 
@@ -66,4 +67,22 @@ private[source] final class StateScan(spark: SparkSession, store: SourceStore, o
 private object StateScan {
   // Not Int.MaxValue: readers keep a page plus one row to know whether more follow.
   val unlimited: Int = Int.MaxValue - 1
+}
+
+/**
+ * A read through a follower: its replicas live in this (the driver's) JVM, so the partitions are
+ * read here while the read is planned and handed to Spark as local rows. A streaming query that
+ * joins against such a read plans it again, and so reads the follower's newest batches, every
+ * micro-batch.
+ */
+private[source] final class FollowerScan(spark: SparkSession, scan: StateScan) extends LocalScan {
+  override def readSchema(): StructType = scan.readSchema()
+  override def description(): String = scan.description()
+  override def rows(): Array[InternalRow] = {
+    val conf = spark.sessionState.newHadoopConf()
+    scan.planInputPartitions().flatMap { p =>
+      val reader = new StatePartitionReader(p.asInstanceOf[StatePartition], conf)
+      Iterator.continually(reader).takeWhile(_.next()).map(_.get().copy()).toArray
+    }
+  }
 }

@@ -55,5 +55,8 @@ private[source] final class StateScanBuilder(spark: SparkSession, store: SourceS
   // Each partition returns at most the limit; Spark applies it across partitions.
   override def isPartiallyPushed: Boolean = true
 
-  override def build(): Scan = new StateScan(spark, store, options, plan, limit)
+  override def build(): Scan = {
+    val scan = new StateScan(spark, store, options, plan, limit)
+    if (store.follower.isDefined) new FollowerScan(spark, scan) else scan
+  }
 }
