@@ -30,6 +30,7 @@ def main(checkpoint: str) -> dict[str, Any]:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    import txstate_spark
     from txstate_spark.query import (
         KeyQuery,
         MultiKeyQuery,
@@ -100,6 +101,15 @@ def main(checkpoint: str) -> dict[str, Any]:
         source_ms = timed(lambda: by_name.where("key.k = 3").collect())
         api_ms = timed(lambda: store.with_query(KeyQuery.with_key(3)).execute(spark))
         report["latency_ms"] = {"source": statistics.median(source_ms), "api": statistics.median(api_ms)}
+        # A follower in the Connect server's JVM, started, queried and closed from this client.
+        follower = txstate_spark.follow(spark, checkpoint)
+        followed = StateQueryRequest.in_store(follower).with_query(KeyQuery.with_key(6)).execute(spark)
+        only = followed.only_partition_result()
+        report["follower_key"] = [list(only.result), only.position.batch_id]
+        report["follower_source"] = rows(spark.read.format("txstate").option("follower", follower.id).load())
+        lag = follower.lag
+        report["follower_lag"] = [lag.applied_batch, lag.leader_batch, lag.batches]
+        follower.close()
         report["still_active"] = query.isActive
     finally:
         query.stop()

@@ -96,6 +96,7 @@ def test_a_follower_tails_a_running_query_with_whole_batches_and_ends_equal_to_i
                 list(range(2, 10))
             for p, batch in check_whole_state(spark, follower, "scan of the follower").items():
                 assert batch >= newest_seen.get(p, -1), f"partition {p} went back from {newest_seen[p]} to {batch}"
+                assert batch <= newest_batch(checkpoint), f"partition {p} shows batch {batch}, not in the commit log"
                 newest_seen[p] = batch
             lag = follower.lag
             assert lag.batches >= 0 and lag.millis >= 0 and lag.leader_batch >= lag.applied_batch
@@ -213,3 +214,22 @@ def test_a_checkpoint_written_by_a_newer_format_is_refused_naming_what_is_needed
     message = str(refused.value)
     assert "TXSTATE_FOLLOWER_NEWER_FORMAT" in message and str(newest) in message, message
     assert "changelog format 9" in message and "newer txstate-spark" in message, message
+
+
+def test_a_follower_of_a_checkpoint_format_v2_query_follows_the_ids_in_its_commit_log(spark, tmp_path):
+    checkpoint = tmp_path / "leader_v2"
+    query = start_counting_stream(spark, checkpoint, "leader_v2",
+                                  extra_conf={"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"})
+    try:
+        wait_until(lambda: newest_batch(checkpoint) >= 2, TIMEOUT_S, "three batches", query)
+        assert any("_" in p.name for p in (checkpoint / "state" / "0" / "0").glob("*.txlog")), "v2 file names"
+        with txstate_spark.follow(spark, checkpoint) as follower:
+            first = min(check_whole_state(spark, follower, "format v2, running").values())
+            wait_until(lambda: (follower.lag.applied_batch or -1) >= first + 3, TIMEOUT_S, "three more batches", query)
+            query.stop()
+            last = newest_batch(checkpoint)
+            wait_until(lambda: follower.lag.applied_batch == last, 40, "the follower at the leader's last batch")
+            assert set(check_whole_state(spark, follower, "format v2, stopped").values()) == {last}
+            assert follower.status.failures == 0
+    finally:
+        query.stop()

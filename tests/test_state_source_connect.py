@@ -82,3 +82,13 @@ def test_state_query_requests_run_under_connect_and_return_the_same_objects(conn
     assert sorted(row[0] for row in scanned) == list(range(KEYS))
     check(scanned, "paged scan through the checkpoint path")
     assert connect_report["api_unknown_store"].startswith("StateQueryError: [TXSTATE_QUERY_UNKNOWN_STORE]")
+
+
+def test_a_follower_runs_in_the_connect_server_and_answers_the_client(connect_report):
+    value, batch = connect_report["follower_key"]
+    assert tuple(value) == expected_counter(6, batch)
+    rows = connect_report["follower_source"]
+    assert sorted(row[0] for row in rows) == list(range(KEYS))
+    check(rows, "txstate source through a follower")
+    applied, leader, behind = connect_report["follower_lag"]
+    assert applied is not None and leader >= applied and behind == leader - applied

@@ -48,8 +48,4 @@ private[txstate] object CheckpointErrors {
 
   def newerFormat(path: Path, kind: String, found: Int, readable: Seq[Int]): NewerFormatException =
     new NewerFormatException(path, kind, found, readable)
-
-  def readOnly(what: String, path: Path): java.nio.file.AccessDeniedException =
-    new java.nio.file.AccessDeniedException(path.toString, null,
-      s"[TXSTATE_READ_ONLY] a follower tried to $what $path; followers never change a checkpoint they read")
 }

@@ -6,7 +6,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.{CheckpointReader, NewerFormatException, ReadOnlyFileSystem}
+import txstate.checkpoint.{CheckpointReader, NewerFormatException}
 import txstate.engine.{CommitPoint, CommittedView, EngineOptions, TxEngine}
 
 /** How a follower's replica reached a version: not at all, by replaying changelogs, or from a snapshot. */
@@ -56,12 +56,15 @@ final class FollowerReplica private (
 
   /**
    * Makes committed `version` (with its checkpoint id under format v2) current. A version older than
-   * the one held is left alone: a follower never goes back. A file of a newer format is refused.
+   * the one held is left alone: a follower never goes back. A file of a newer format is refused with
+   * `TXSTATE_FOLLOWER_NEWER_FORMAT`, naming the file and the format a release must read.
    */
   def advanceTo(version: Long, checkpointId: Option[String]): FollowStep = synchronized {
     if (closed) throw StoreErrors.closed(label)
     try step(version, checkpointId)
-    finally memoryAfterLastStep = engine.nativeMemoryUsed
+    catch {
+      case NonFatal(e) if newerFormat(e).isDefined => throw StoreErrors.followerNeedsNewerRelease(label, newerFormat(e).get)
+    } finally memoryAfterLastStep = engine.nativeMemoryUsed
   }
 
   private def step(version: Long, checkpointId: Option[String]): FollowStep = {
@@ -90,15 +93,15 @@ final class FollowerReplica private (
       try loader.rebuild(version, checkpointId)
       catch {
         case e: NewerFormatException => throw e
-        case NonFatal(e) if left > 1 && !newerFormat(e) =>
+        case NonFatal(e) if left > 1 && newerFormat(e).isEmpty =>
           log.info(s"txstate: $label re-anchoring on version $version failed, trying again: $e")
           attempt(left - 1)
       }
     attempt(FollowerReplica.reanchorAttempts)
   }
 
-  private def newerFormat(e: Throwable): Boolean =
-    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).exists(_.isInstanceOf[NewerFormatException])
+  private def newerFormat(e: Throwable): Option[NewerFormatException] =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).collectFirst { case n: NewerFormatException => n }
 
   private def safely(check: => Boolean): Boolean = try check catch { case NonFatal(_) => false }
 

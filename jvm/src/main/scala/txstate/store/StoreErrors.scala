@@ -51,4 +51,12 @@ private[txstate] object StoreErrors {
 
   def stagedSnapshotWithoutId(version: Long): StoreException =
     new StoreException("TXSTATE_SNAPSHOT_WITHOUT_ID", s"the staged snapshot of version $version has no checkpoint id")
+
+  def readOnly(what: String, path: Path): java.nio.file.AccessDeniedException =
+    new java.nio.file.AccessDeniedException(path.toString, null,
+      s"[TXSTATE_READ_ONLY] a follower tried to $what $path; followers never change a checkpoint they read")
+
+  /** A follower met a file of a newer format: it cannot follow until it runs a release that reads it. */
+  def followerNeedsNewerRelease(store: String, cause: txstate.checkpoint.NewerFormatException): StoreException =
+    new StoreException("TXSTATE_FOLLOWER_NEWER_FORMAT", s"$store cannot follow its leader: ${cause.getMessage}", cause)
 }

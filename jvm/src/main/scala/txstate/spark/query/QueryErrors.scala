@@ -47,7 +47,4 @@ private[spark] object QueryErrors {
   def unknownFollower(id: String, open: Seq[String]): IllegalArgumentException =
     invalid("TXSTATE_FOLLOWER_UNKNOWN", s"there is no follower '$id' in this JVM (it was closed, or started in " +
       s"another JVM); open followers: ${if (open.isEmpty) "none" else open.sorted.mkString(", ")}")
-
-  def followerNewerFormat(checkpoint: String, why: String, cause: Throwable): IllegalStateException =
-    new IllegalStateException(s"[TXSTATE_FOLLOWER_NEWER_FORMAT] cannot follow $checkpoint: $why", cause)
 }

@@ -11,7 +11,6 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.NewerFormatException
 import txstate.engine.CommittedView
 import txstate.spark.{RowCodec, SparkOperatorMetadata}
 import txstate.spark.query.{QueryErrors, StoreDescription}
@@ -162,7 +161,7 @@ object Follower {
   /**
    * Starts following `description`'s store set. The first poll runs now, so the follower is current
    * when this returns (or the leader has no committed batch yet); a checkpoint written by a newer
-   * txstate-spark is refused here.
+   * txstate-spark is refused here (`TXSTATE_FOLLOWER_NEWER_FORMAT`).
    */
   private[query] def start(id: String, description: StoreDescription, hadoopConf: Configuration,
       options: FollowOptions): Follower = {
@@ -178,9 +177,8 @@ object Follower {
     try follower.poll()
     catch {
       case e: Throwable =>
-        val newer = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).collectFirst { case n: NewerFormatException => n }
         try follower.close() catch { case NonFatal(s) => e.addSuppressed(s) }
-        throw newer.fold(e)(n => QueryErrors.followerNewerFormat(description.checkpoint, n.getMessage, n))
+        throw e
     }
     follower.start()
   }

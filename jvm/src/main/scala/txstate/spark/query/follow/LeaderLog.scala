@@ -7,8 +7,8 @@ import scala.util.Using
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import txstate.checkpoint.ReadOnlyFileSystem
 import txstate.spark.CommitLogIds
+import txstate.store.ReadOnlyFileSystem
 
 /** The leader's newest finished batch: its id, when Spark wrote its commit, and its state checkpoint ids (format v2). */
 private[query] final case class LeaderCommit(batchId: Long, committedAtMs: Long, ids: CommitLogIds)

@@ -1,4 +1,4 @@
-package txstate.checkpoint
+package txstate.store
 
 import java.io.InputStream
 
@@ -7,14 +7,17 @@ import org.apache.hadoop.fs.{CreateFlag, FSDataOutputStream, FileStatus, FileSys
 import org.apache.hadoop.fs.permission.FsPermission
 import org.apache.hadoop.util.Progressable
 
+import txstate.checkpoint.CheckpointReads
+
 /**
  * A view of a Hadoop file system that refuses every change: create, append, rename, delete,
  * mkdirs, permissions, times. Followers read checkpoints that another application owns through
  * it (docs/ARCHITECTURE.md, "Followers"), so a bug in their code can fail but never alter the
- * leader's files. The view is not cached by Hadoop and closing it leaves the shared instance open.
+ * leader's files. It lives in the store layer because the query layer, which reads Spark's own
+ * logs of the leader, may use it too (it may not import the checkpoint layer). The view is not cached by Hadoop and closing it leaves the shared instance open.
  */
 final class ReadOnlyFileSystem(underlying: FileSystem) extends FilterFileSystem(underlying) {
-  private def refuse(what: String, path: Path): Nothing = throw CheckpointErrors.readOnly(what, path)
+  private def refuse(what: String, path: Path): Nothing = throw StoreErrors.readOnly(what, path)
 
   override def create(f: Path, permission: FsPermission, overwrite: Boolean, bufferSize: Int, replication: Short,
       blockSize: Long, progress: Progressable): FSDataOutputStream = refuse("create", f)
