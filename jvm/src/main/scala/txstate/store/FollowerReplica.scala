@@ -79,15 +79,16 @@ final class FollowerReplica private (
       try loader.rebuild(version, checkpointId)
       catch {
         case e: NewerFormatException => throw e
-        case NonFatal(e) if left > 1 && !newerFormat(e) =>
+        case NonFatal(e) if left > 1 && newerFormat(e).isEmpty =>
           log.info(s"txstate: $label re-anchoring on version $version failed, trying again: $e")
           attempt(left - 1)
+        case NonFatal(e) => throw newerFormat(e).getOrElse(e) // the loader wraps it; callers are told by its type
       }
     attempt(FollowerReplica.reanchorAttempts)
   }
 
-  private def newerFormat(e: Throwable): Boolean =
-    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).exists(_.isInstanceOf[NewerFormatException])
+  private def newerFormat(e: Throwable): Option[NewerFormatException] =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).collectFirst { case n: NewerFormatException => n }
 
   private def safely(check: => Boolean): Boolean = try check catch { case NonFatal(_) => false }
 
