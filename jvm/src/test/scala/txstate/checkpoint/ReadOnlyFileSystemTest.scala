@@ -52,6 +52,9 @@ final class ReadOnlyFileSystemTest extends AnyFunSuite with TempDirectories {
     val status = fs.getFileStatus(path(dir, "2.txlog"))
     assert(status.isFile && status.getLen == 3)
     assert(fs.getFileStatus(path(dir, "sst")).isDirectory)
+    val copy = new File(newTempDir("copy"), "1.txlog")
+    fs.copyToLocalFile(false, path(dir, "1.txlog"), new Path(copy.toURI))
+    assert(new String(Files.readAllBytes(copy.toPath), UTF_8) == "one", "copying out is a read")
   }
 
   test("every change through the read-only view is refused with TXSTATE_READ_ONLY naming the path, and nothing changes") {
@@ -88,6 +91,8 @@ final class ReadOnlyFileSystemTest extends AnyFunSuite with TempDirectories {
       ("truncate", existing, () => fs.truncate(existing, 1L)),
       ("concat", existing, () => fs.concat(existing, Array(path(dir, "2.txlog")))),
       ("createSymlink", fresh, () => fs.createSymlink(existing, fresh, false)),
+      ("createSnapshot", path(dir, "sst"), () => fs.createSnapshot(path(dir, "sst"), "s")),
+      ("setStoragePolicy", existing, () => fs.setStoragePolicy(existing, "COLD")),
       ("setXAttr", existing, () => fs.setXAttr(existing, "user.x", b("v"))),
       ("removeXAttr", existing, () => fs.removeXAttr(existing, "user.x")),
       ("setAcl", existing, () => fs.setAcl(existing, Collections.emptyList())),
