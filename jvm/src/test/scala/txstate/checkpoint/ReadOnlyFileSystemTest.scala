@@ -36,7 +36,8 @@ final class ReadOnlyFileSystemTest extends AnyFunSuite with TempDirectories {
     finally paths.close()
   }
 
-  private def path(dir: File, name: String): Path = new Path(new File(dir, name).toURI)
+  /** A `file:` path (from a string, so a directory's has no trailing slash either). */
+  private def path(dir: File, name: String): Path = new Path(new File(dir, name).toURI.toString)
 
   private def readOnly(dir: File): ReadOnlyFileSystem =
     new ReadOnlyFileSystem(path(dir, "").getFileSystem(new Configuration()))
