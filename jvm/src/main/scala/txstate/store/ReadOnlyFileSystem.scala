@@ -3,8 +3,9 @@ package txstate.store
 import java.io.InputStream
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{CreateFlag, FSDataOutputStream, FileStatus, FileSystem, FilterFileSystem, Path, PathFilter}
-import org.apache.hadoop.fs.permission.FsPermission
+import org.apache.hadoop.fs.{CreateFlag, FSDataOutputStream, FSDataOutputStreamBuilder, FileStatus, FileSystem, FilterFileSystem, Path,
+  PathFilter, XAttrSetFlag}
+import org.apache.hadoop.fs.permission.{AclEntry, FsPermission}
 import org.apache.hadoop.util.Progressable
 
 import txstate.checkpoint.CheckpointReads
@@ -29,6 +30,8 @@ final class ReadOnlyFileSystem(underlying: FileSystem) extends FilterFileSystem(
     refuse("create", f)
   override def append(f: Path, bufferSize: Int, progress: Progressable): FSDataOutputStream = refuse("append to", f)
   override def rename(src: Path, dst: Path): Boolean = refuse("rename", src)
+  override protected def rename(src: Path, dst: Path, options: org.apache.hadoop.fs.Options.Rename*): Unit =
+    refuse("rename", src)
   override def delete(f: Path, recursive: Boolean): Boolean = refuse("delete", f)
   override def mkdirs(f: Path, permission: FsPermission): Boolean = refuse("create the directory", f)
   override def setPermission(p: Path, permission: FsPermission): Unit = refuse("change the permissions of", p)
@@ -43,6 +46,30 @@ final class ReadOnlyFileSystem(underlying: FileSystem) extends FilterFileSystem(
   override def copyFromLocalFile(delSrc: Boolean, overwrite: Boolean, src: Path, dst: Path): Unit =
     refuse("copy into", dst)
   override def completeLocalOutput(fsOutputFile: Path, tmpLocalFile: Path): Unit = refuse("write", fsOutputFile)
+  // FilterFileSystem hands these straight to the underlying file system, past the overrides above.
+  override def mkdirs(f: Path): Boolean = refuse("create the directory", f)
+  override def createFile(path: Path): FSDataOutputStreamBuilder[_, _] = refuse("create", path)
+  override def appendFile(path: Path): FSDataOutputStreamBuilder[_, _] = refuse("append to", path)
+  override def copyFromLocalFile(delSrc: Boolean, src: Path, dst: Path): Unit = refuse("copy into", dst)
+  override def copyToLocalFile(delSrc: Boolean, src: Path, dst: Path): Unit =
+    if (delSrc) refuse("move", src) else underlying.copyToLocalFile(false, src, dst)
+  override def deleteOnExit(f: Path): Boolean = refuse("delete", f)
+  override def setXAttr(path: Path, name: String, value: Array[Byte]): Unit = refuse("change the attributes of", path)
+  override def setXAttr(path: Path, name: String, value: Array[Byte], flag: java.util.EnumSet[XAttrSetFlag]): Unit =
+    refuse("change the attributes of", path)
+  override def removeXAttr(path: Path, name: String): Unit = refuse("change the attributes of", path)
+  override def setAcl(path: Path, aclSpec: java.util.List[AclEntry]): Unit = refuse("change the ACL of", path)
+  override def modifyAclEntries(path: Path, aclSpec: java.util.List[AclEntry]): Unit = refuse("change the ACL of", path)
+  override def removeAclEntries(path: Path, aclSpec: java.util.List[AclEntry]): Unit = refuse("change the ACL of", path)
+  override def removeAcl(path: Path): Unit = refuse("change the ACL of", path)
+  override def removeDefaultAcl(path: Path): Unit = refuse("change the ACL of", path)
+  override def createSnapshot(path: Path, snapshotName: String): Path = refuse("snapshot", path)
+  override def renameSnapshot(path: Path, snapshotOldName: String, snapshotNewName: String): Unit =
+    refuse("rename a snapshot of", path)
+  override def deleteSnapshot(path: Path, snapshotName: String): Unit = refuse("delete a snapshot of", path)
+  override def setStoragePolicy(src: Path, policyName: String): Unit = refuse("change the storage policy of", src)
+  override def unsetStoragePolicy(src: Path): Unit = refuse("change the storage policy of", src)
+  override def satisfyStoragePolicy(path: Path): Unit = refuse("change the storage policy of", path)
   override def close(): Unit = () // the underlying instance is Hadoop's shared one
 }
 
