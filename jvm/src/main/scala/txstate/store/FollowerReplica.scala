@@ -96,7 +96,6 @@ final class FollowerReplica private (
         case NonFatal(e) if left > 1 && newerFormat(e).isEmpty =>
           log.info(s"txstate: $label re-anchoring on version $version failed, trying again: $e")
           attempt(left - 1)
-        case NonFatal(e) => throw newerFormat(e).getOrElse(e) // the loader wraps it; callers are told by its type
       }
     attempt(FollowerReplica.reanchorAttempts)
   }

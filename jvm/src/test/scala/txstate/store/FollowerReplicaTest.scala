@@ -202,7 +202,7 @@ final class FollowerReplicaTest extends AnyFunSuite with TempDirectories {
     } finally { replica.close(); writer.close() }
   }
 
-  test("a changelog of a newer format stops the replica with NewerFormatException naming the file") {
+  test("a changelog of a newer format stops the replica with TXSTATE_FOLLOWER_NEWER_FORMAT naming the file") {
     val root = newRoot()
     val writer = openWriter(root)
     val replica = openReplica(root)
@@ -212,7 +212,9 @@ final class FollowerReplicaTest extends AnyFunSuite with TempDirectories {
       val newer = new Path(root, "2.txlog")
       val original = Files.readAllBytes(localFile(newer).toPath)
       makeNewerFormat(localFile(newer))
-      val e = intercept[NewerFormatException](replica.advanceTo(3, None))
+      val stopped = intercept[StoreException](replica.advanceTo(3, None))
+      assert(stopped.errorCode == "TXSTATE_FOLLOWER_NEWER_FORMAT", stopped.getMessage)
+      val e = stopped.getCause.asInstanceOf[NewerFormatException]
       assert(e.path == newer, e.getMessage)
       assert(e.found == 9)
       assert(e.getMessage.contains(newer.toString) && e.getMessage.contains("newer txstate-spark"), e.getMessage)

@@ -1,4 +1,4 @@
-package txstate.checkpoint
+package txstate.store
 
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
