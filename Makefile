@@ -46,7 +46,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
 .PHONY: demo test test-jvm test-python test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
-	bench-migrate bench-migrate-quick bench-query bench-query-quick
+	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt
@@ -140,6 +140,12 @@ bench-query-quick: $(JARS_BUILT)
 	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/query_latency.py --keys 20000 --queries 100
 bench-query: $(JARS_BUILT)
 	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/query_latency.py
+
+# Followers: lag while the leader runs, point reads and start-up against Spark's state data source.
+bench-follower-quick: $(JARS_BUILT)
+	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/follower_bench.py --keys 10000 --batches 12 --queries 100
+bench-follower: $(JARS_BUILT)
+	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/follower_bench.py
 
 bench-quick: bench-store-quick bench-streaming-quick bench-memory-quick bench-plots
 bench: bench-store bench-streaming bench-memory bench-plots
