@@ -47,9 +47,13 @@ class FollowerStatus:
 
     lag: FollowerLag
     polls: int
+    """Checks of the leader's commit log."""
     catch_ups: int
+    """Partition steps that replayed the leader's changelogs."""
     reanchors: int
+    """Partition steps that restored a snapshot after the first load (far behind, or files cleaned up)."""
     failures: int
+    """Polls that failed (retried at the next poll; ``last_error`` says why)."""
     last_error: Optional[str]
     closed: bool
     native_memory_bytes: int

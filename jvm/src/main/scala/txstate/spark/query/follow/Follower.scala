@@ -92,10 +92,11 @@ final class Follower private (
         val version = commit.batchId + 1
         if (replicas.isEmpty) replicas = openReplicas(idsInFileNames = !commit.ids.isEmpty)
         replicas.foreach { case (p, replica) =>
+          val first = replica.committed.version == 0 // a replica's first load is not a re-anchor
           replica.advanceTo(version, commit.ids.of(description.operatorId, p, storeIndex)) match {
             case FollowStep.CaughtUp(_) => catchUps.incrementAndGet()
-            case FollowStep.Reanchored(_) => reanchors.incrementAndGet()
-            case FollowStep.Unchanged => ()
+            case FollowStep.Reanchored(_) if !first => reanchors.incrementAndGet()
+            case _ => ()
           }
         }
       }
