@@ -6,13 +6,12 @@ import java.util.concurrent.Semaphore
 
 import scala.util.control.NonFatal
 
-import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import com.fasterxml.jackson.databind.node.ObjectNode
+import com.fasterxml.jackson.databind.ObjectMapper
 import com.sun.net.httpserver.{HttpExchange, HttpHandler}
 import org.apache.hadoop.conf.Configuration
 import org.slf4j.LoggerFactory
 
-import txstate.spark.query.{PagedQuery, PythonQueryGateway}
+import txstate.spark.query.PythonQueryGateway
 import txstate.spark.query.follow.Follower
 
 /** The limits a server enforces on each request (docs/serving.md, "Limits"). */
@@ -92,42 +91,11 @@ final class HttpApi(follower: Follower, hadoopConf: Configuration, token: Option
   private def query(body: Either[HttpFailure, String]): HttpAnswer = body match {
     case Left(tooLarge) => failure(tooLarge)
     case Right(text) =>
-      checked(text) match {
+      RequestChecks(text, limits.maxPage, () => metrics.rejected("page")) match {
         case Left(f) => failure(f)
         case Right(request) => json(200, PythonQueryGateway.executeOn(follower, request, hadoopConf))
       }
   }
-
-  /**
-   * The request with the server's checks applied: a known query type and a page within --max-page
-   * (a paged query without `limit` gets the smaller of the protocol default and --max-page). Bodies
-   * that are not a JSON object go on unchanged, for the gateway's own message.
-   */
-  private def checked(text: String): Either[HttpFailure, String] = {
-    val parsed = try Some(mapper.readTree(text)) catch { case NonFatal(_) => None }
-    parsed.collect { case o: ObjectNode => o } match {
-      case None => Right(text)
-      case Some(request) =>
-        Option(request.get("query")).collect { case q: ObjectNode => q } match {
-          case None => Right(text)
-          case Some(q) =>
-            val queryType = Option(q.get("type")).filter(_.isTextual).map(_.asText)
-            val limit = Option(q.get("limit")).filter(_.isNumber).map(_.asLong)
-            queryType match {
-              case Some(t) if !HttpApi.queryTypes.contains(t) => Left(ServeErrors.unknownQueryType(t))
-              case _ if limit.exists(_ > limits.maxPage) =>
-                metrics.rejected("page")
-                Left(ServeErrors.pageTooLarge(limit.get, limits.maxPage))
-              case Some(t) if HttpApi.pagedTypes.contains(t) && isAbsent(q.get("limit")) =>
-                q.put("limit", math.min(PagedQuery.defaultLimit, limits.maxPage))
-                Right(mapper.writeValueAsString(request))
-              case _ => Right(text)
-            }
-        }
-    }
-  }
-
-  private def isAbsent(node: JsonNode): Boolean = node == null || node.isNull
 
   /** The body as UTF-8, or a 413 past --max-request-bytes (read no further than that). */
   private def readBody(exchange: HttpExchange): Either[HttpFailure, String] = {
@@ -180,5 +148,4 @@ object HttpApi {
   val endpoints: Map[String, String] = Map("/v1/query" -> "POST", "/v1/describe" -> "GET", "/health" -> "GET",
     "/metrics" -> "GET")
   val queryTypes: Seq[String] = Seq("key", "multiKey", "range", "prefix", "scan")
-  private val pagedTypes = Set("range", "prefix", "scan")
 }

@@ -55,6 +55,9 @@ object ServeErrors {
     s"query 'limit' $limit is over this server's page limit of $max rows (--max-page); ask for at most $max and " +
       "follow 'continuation' for the next page")
 
+  def badField(field: String, why: String): HttpFailure = HttpFailure(400, "TXSTATE_SERVE_BAD_REQUEST",
+    s"'$field' $why (docs/query-protocol.md, \"Request\")")
+
   def unknownQueryType(queryType: String): HttpFailure = HttpFailure(400, "TXSTATE_SERVE_UNKNOWN_QUERY_TYPE",
     s"unknown query type '$queryType'; this server answers ${HttpApi.queryTypes.mkString(", ")} " +
       "(docs/query-protocol.md)")
