@@ -344,8 +344,11 @@ def test_https_with_a_pkcs12_keystore_and_a_token_file(servers, stopped_checkpoi
 # Malformed requests and limits
 
 
-def test_malformed_requests_get_a_clear_4xx_and_the_server_keeps_answering(servers, stopped_checkpoint):
-    server = servers(stopped_checkpoint, "--port", "0", "--max-page", "50", "--max-request-bytes", "2048")
+def test_malformed_requests_get_a_clear_4xx_and_the_server_keeps_answering(servers, stopped_checkpoint, tmp_path):
+    replicas = tmp_path / "replicas"
+    server = servers(stopped_checkpoint, "--port", "0", "--max-page", "50", "--max-request-bytes", "2048",
+                     "--local-dir", str(replicas))
+    assert any(replicas.iterdir()), "the follower keeps its replicas under --local-dir"
     cases = [
         ("invalid JSON", "POST", "/v1/query", "{not json", 400, "TXSTATE_QUERY_BAD_REQUEST", "not valid JSON"),
         ("not an object", "POST", "/v1/query", "[1, 2]", 400, "TXSTATE_QUERY_BAD_REQUEST", "JSON object"),
@@ -394,6 +397,17 @@ def test_malformed_requests_get_a_clear_4xx_and_the_server_keeps_answering(serve
     assert 'txstate_serve_rejected_requests_total{limit="request_bytes"} 1' in rejected
     assert 'txstate_serve_http_requests_total{endpoint="other",code="404"} 1' in rejected
     assert "Exception in" not in server.output()
+    server.stop()  # SIGTERM: the server closes its follower, which deletes its replicas
+    assert server.process.returncode in (0, 143, -signal.SIGTERM), server.output()
+    assert not any(replicas.iterdir()), f"replicas left after SIGTERM: {list(replicas.iterdir())}"
+
+
+def test_serve_without_a_java_says_how_to_get_one(tmp_path):
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-jdk"),
+           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR.parent / "python"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "txstate_spark", "serve", str(tmp_path), "--operator", "0"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "JAVA_HOME" in done.stderr and "no-jdk" in done.stderr, done.stderr
 
 
 def test_requests_over_max_concurrent_are_refused_with_retry_after(servers, stopped_checkpoint):
