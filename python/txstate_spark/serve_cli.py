@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List
 
 from txstate_spark.errors import TxStateConfigurationError
 from txstate_spark.jar import jar_path
@@ -155,9 +155,3 @@ def _java() -> str:
         )
     return found
 
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Parse ``serve`` arguments alone (for tests and scripts) and serve."""
-    parser = argparse.ArgumentParser(prog="python -m txstate_spark")
-    add_serve(parser.add_subparsers(dest="command", required=True))
-    return run_serve(parser.parse_args(["serve", *(argv or [])]))
