@@ -48,7 +48,8 @@ class Server:
         full_env.update({"TXSTATE_SPARK_JAR": str(plugin_jar), **(env or {}),
                          "PYTHONPATH": os.pathsep.join([str(TESTS_DIR.parent / "python"),
                                                         os.environ.get("PYTHONPATH", "")])})
-        command = [sys.executable, "-m", "txstate_spark", "serve", str(checkpoint), "--operator", "0", *args]
+        operator = [] if "--operator" in args else ["--operator", "0"]
+        command = [sys.executable, "-m", "txstate_spark", "serve", str(checkpoint), *operator, *args]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env,
                                         start_new_session=True, text=True)
         self.stdout_lines: list[str] = []
@@ -288,6 +289,19 @@ def test_a_server_off_loopback_refuses_to_start_without_a_token(servers, stopped
     output = server.output()
     assert "TXSTATE_SERVE_TOKEN_REQUIRED" in output and "--token-file" in output, output
     assert "listening on" not in output
+
+
+def test_a_bad_argument_or_an_unknown_operator_exits_with_status_2_naming_it(servers, stopped_checkpoint, tmp_path):
+    cases = [
+        ((stopped_checkpoint, "--operator", "7"), "TXSTATE_QUERY_UNKNOWN_OPERATOR"),
+        ((tmp_path / "nothing-here", "--operator", "0"), "TXSTATE_QUERY_UNKNOWN_CHECKPOINT"),
+        ((stopped_checkpoint, "--operator", "0", "--conf", "spark.sql.streaming.stateStore.txstate.cacheMB=1"),
+         "TXSTATE_INVALID_SETTING"),
+    ]
+    for (checkpoint, *args), words in cases:
+        server = servers(checkpoint, *args, "--port", "0", ready=False)
+        assert server.exit_code() == 2, f"{args}: {server.output()}"
+        assert words in server.output() and "\tat " not in server.output(), f"{args}: {server.output()}"
 
 
 def test_with_a_token_every_endpoint_but_health_needs_it_and_the_token_is_never_logged(servers, stopped_checkpoint):
