@@ -40,10 +40,6 @@ final class HttpApi(follower: Follower, hadoopConf: Configuration, token: Option
       catch {
         case e: IllegalArgumentException if Option(e.getMessage).exists(_.startsWith("[TXSTATE_")) =>
           failure(ServeErrors.fromCoded(e))
-        case e: IOException =>
-          // The client went away while sending its body: there is nobody to answer.
-          log.debug(s"txstate serve: ${exchange.getRequestMethod} $path: could not read the request", e)
-          failure(HttpFailure(400, "TXSTATE_SERVE_BAD_REQUEST", "the request body could not be read"))
         case NonFatal(e) =>
           log.error(s"txstate serve: ${exchange.getRequestMethod} $path failed", e)
           failure(ServeErrors.unexpected(e))
@@ -59,7 +55,7 @@ final class HttpApi(follower: Follower, hadoopConf: Configuration, token: Option
     val authorized = token.forall(_.accepts(Option(exchange.getRequestHeaders.getFirst("Authorization"))))
     // /health stays open so load balancers can probe it; every other path, even an unknown one,
     // needs the token first, so an unauthenticated caller learns nothing about the server.
-    if (!authorized && path != "/health") failure(ServeErrors.unauthorized, Seq("WWW-Authenticate" -> "Bearer realm=\"txstate\""))
+    if (!authorized && path != "/health") failure(ServeErrors.unauthorized)
     else (path, method) match {
       case ("/v1/query", "POST") => limited(query(readBody(exchange)))
       case ("/v1/describe", "GET") => limited(json(200, PythonQueryGateway.describe(follower)))
@@ -101,11 +97,18 @@ final class HttpApi(follower: Follower, hadoopConf: Configuration, token: Option
   private def readBody(exchange: HttpExchange): Either[HttpFailure, String] = {
     val max = limits.maxRequestBytes
     val declared = Option(exchange.getRequestHeaders.getFirst("Content-Length")).flatMap(_.trim.toLongOption)
-    val body = if (declared.exists(_ > max)) None else readAtMost(exchange.getRequestBody, max)
-    body.map(new String(_, UTF_8)).toRight {
+    val body =
+      try Right(if (declared.exists(_ > max)) None else readAtMost(exchange.getRequestBody, max))
+      catch {
+        case e: IOException =>
+          // The client went away while sending its body; the answer will most likely reach nobody.
+          log.debug(s"txstate serve: ${exchange.getRequestURI.getRawPath}: could not read the request body", e)
+          Left(ServeErrors.unreadableBody)
+      }
+    body.flatMap(_.map(new String(_, UTF_8)).toRight {
       metrics.rejected("request_bytes")
       ServeErrors.bodyTooLarge(max)
-    }
+    })
   }
 
   private def readAtMost(in: InputStream, max: Long): Option[Array[Byte]] = {
@@ -126,11 +129,11 @@ final class HttpApi(follower: Follower, hadoopConf: Configuration, token: Option
   private def text(status: Int, body: String, contentType: String): HttpAnswer =
     HttpAnswer(status, contentType, body.getBytes(UTF_8))
 
-  private def failure(f: HttpFailure, extra: Seq[(String, String)] = Nil): HttpAnswer = {
+  private def failure(f: HttpFailure): HttpAnswer = {
     val node = mapper.createObjectNode()
     node.put("error", f.code)
     node.put("message", f.message)
-    HttpAnswer(f.status, "application/json; charset=utf-8", mapper.writeValueAsBytes(node), f.headers ++ extra)
+    HttpAnswer(f.status, "application/json; charset=utf-8", mapper.writeValueAsBytes(node), f.headers)
   }
 
   private def send(exchange: HttpExchange, answer: HttpAnswer): Unit = {

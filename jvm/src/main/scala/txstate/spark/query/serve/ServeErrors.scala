@@ -39,7 +39,11 @@ object ServeErrors {
   // ---- requests -----------------------------------------------------------------------------
 
   def unauthorized: HttpFailure = HttpFailure(401, "TXSTATE_SERVE_UNAUTHORIZED",
-    "this server requires the header 'Authorization: Bearer <token>' with its token")
+    "this server requires the header 'Authorization: Bearer <token>' with its token",
+    Seq("WWW-Authenticate" -> "Bearer realm=\"txstate\""))
+
+  def unreadableBody: HttpFailure = HttpFailure(400, "TXSTATE_SERVE_BAD_REQUEST",
+    "the request body could not be read to its end (the connection closed early); send the whole body")
 
   def notFound(path: String): HttpFailure = HttpFailure(404, "TXSTATE_SERVE_NOT_FOUND",
     s"no endpoint $path; endpoints: POST /v1/query, GET /v1/describe, GET /health, GET /metrics")
