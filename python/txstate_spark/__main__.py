@@ -3,6 +3,7 @@
     python -m txstate_spark jar [--spark LINE]
     python -m txstate_spark submit-args [--spark LINE] [--option NAME=VALUE ...]
     python -m txstate_spark migrate CHECKPOINT --to {txstate,rocksdb,hdfs} [--dry-run] [--undo] ...
+    python -m txstate_spark serve CHECKPOINT --operator OP [--port P] ...   (docs/serving.md)
 """
 
 import argparse
@@ -16,6 +17,7 @@ from txstate_spark._version import __version__
 from txstate_spark.errors import TxStateError, TxStateMigrationError
 from txstate_spark.jar import jar_path, supported_lines
 from txstate_spark.migration import DEFAULT_ACTIVE_WINDOW_SECONDS, DESTINATIONS
+from txstate_spark.serve_cli import add_serve, run_serve
 from txstate_spark.settings import KNOWN_SETTINGS
 from txstate_spark.submit import submit_args
 
@@ -62,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         + ", ".join(KNOWN_SETTINGS),
     )
     _add_migrate(commands)
+    add_serve(commands)
     for command in (jar, submit):
         command.add_argument(
             "--spark",
@@ -118,6 +121,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "migrate":
             return _run_migrate(args)
+        if args.command == "serve":
+            return run_serve(args)
         if args.command == "jar":
             print(jar_path(args.spark))
         else:
