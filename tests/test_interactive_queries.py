@@ -334,7 +334,7 @@ def test_a_spark_connect_session_is_served_through_the_data_source_not_py4j():
     # in test_state_source_connect.py); anything but a StreamingQuery or a path is refused.
     connect_session = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
     assert isinstance(gateway_for(connect_session), ConnectGateway)
-    with pytest.raises(StateQueryError, match="StreamingQuery \\(classic or Spark Connect\\) or a checkpoint"):
+    with pytest.raises(StateQueryError, match="StreamingQuery \\(classic or Spark Connect\\), a Follower or a checkpoint"):
         StateQueryRequest.in_store(object())
 
 

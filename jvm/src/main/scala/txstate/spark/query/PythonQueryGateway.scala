@@ -247,12 +247,13 @@ object PythonQueryGateway {
     if (node == null || node.isNull) PositionBound.Unbounded
     else text(node, "type") match {
       case "unbounded" => PositionBound.Unbounded
-      case "atLeastBatch" => PositionBound.AtLeastBatch(node.get("batchId").asLong)
+      case "atLeastBatch" => PositionBound.AtLeastBatch(batchNumber(node.get("batchId"), "bound.batchId"))
       case "atLeast" =>
         val partitions = Option(node.get("partitions")).filterNot(_.isNull).map(_.properties().asScala.map { e =>
-          e.getKey.toInt -> Position(e.getValue.asLong + 1, None, 0L, Nil)
+          e.getKey.toIntOption.getOrElse(throw badRequest(s"bound.partitions has '${e.getKey}', not a partition number")) ->
+            Position(batchNumber(e.getValue, s"bound.partitions.${e.getKey}") + 1, None, 0L, Nil)
         }.toMap).getOrElse(Map.empty)
-        val oldest = Option(node.get("batchId")).filterNot(_.isNull).map(b => -1 -> Position(b.asLong + 1, None, 0L, Nil))
+        val oldest = Option(node.get("batchId")).filterNot(_.isNull).map(b => -1 -> Position(batchNumber(b, "bound.batchId") + 1, None, 0L, Nil))
         PositionBound.AtLeast(MergedPosition(if (partitions.nonEmpty) partitions else oldest.toMap))
       case other => throw badRequest(s"unknown position bound type '$other'")
     }
@@ -327,6 +328,10 @@ object PythonQueryGateway {
 
   private def runIdOf(node: JsonNode): Option[UUID] =
     Option(node.get("runId")).filterNot(_.isNull).map(r => UUID.fromString(r.asText))
+
+  private def batchNumber(node: JsonNode, field: String): Long =
+    Option(node).filter(n => n.isIntegralNumber && n.canConvertToLong).map(_.asLong)
+      .getOrElse(throw badRequest(s"'$field' must be a batch number, got ${Option(node).fold("nothing")(_.toString)}"))
 
   private def flag(node: JsonNode, field: String): Boolean = Option(node.get(field)).exists(_.asBoolean)
 
