@@ -9,7 +9,8 @@ trigger; a follower (`txstate_spark.follow`, 200 ms polls) tails its checkpoint 
 
 * Freshness: the follower's lag (`follower.lag`), sampled every 100 ms while the leader runs.
 * Point reads of one key of the leader's state by another reader, after the leader stopped:
-  `KeyQuery` on the follower, the `txstate` source through the follower, and the built-in way to
+  `KeyQuery` on the follower, the `txstate` source through the follower, a key lookup over HTTP
+  from `python -m txstate_spark serve` (its own JVM, one request per lookup), and the built-in way to
   read a query's state from its checkpoint, Spark's state data source
   (`spark.read.format("statestore").load(checkpoint).where(key.k = x)`).
 * Starting to read the whole state: `follow()` of the stopped leader's checkpoint (a snapshot and
@@ -23,12 +24,14 @@ command, and writes bench/results/follower-<timestamp>.md and .json.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
-import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
@@ -60,6 +63,34 @@ def newest_batch(checkpoint: Path) -> int:
     commits = checkpoint / "commits"
     names = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.exists() else []
     return max(names, default=-1)
+
+
+def served_key_lookups(checkpoint: Path, keys: int, queries: int, key_of: Callable[[], int]) -> List[float]:
+    """Key lookups over HTTP against `python -m txstate_spark serve` of the checkpoint, in its own JVM."""
+    command = [sys.executable, "-m", "txstate_spark", "serve", str(checkpoint), "--operator", "0", "--port", "0"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = ""
+        deadline = time.monotonic() + 120
+        while not url and time.monotonic() < deadline and server.stdout is not None:
+            line = server.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the serving process exited with {server.wait()}")
+            if "listening on" in line:
+                url = line.split("listening on", 1)[1].strip()
+
+        def lookup() -> None:
+            body = json.dumps({"query": {"type": "key", "key": [key_of()]}}).encode()
+            request = urllib.request.Request(f"{url}/v1/query", data=body, method="POST")
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                partitions = json.loads(answer.read())["partitions"]
+            assert len(partitions) == 1 and partitions[0]["success"] and partitions[0]["result"] is not None, partitions
+
+        timed(lookup, 50)
+        return timed(lookup, queries)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 def run(keys: int, batches: int, queries: int, work_dir: Path) -> Dict[str, Any]:
@@ -124,6 +155,7 @@ def run(keys: int, batches: int, queries: int, work_dir: Path) -> Dict[str, Any]
         timed(state_source, 2)
         builtin_ms = timed(state_source, max(5, queries // 30))
         follower.close()
+        http_ms = served_key_lookups(checkpoint, keys, queries, key_of)
 
         def cold(fn: Callable[[], Any]) -> float:
             started = time.perf_counter()
@@ -137,6 +169,7 @@ def run(keys: int, batches: int, queries: int, work_dir: Path) -> Dict[str, Any]
                                                           "reanchors": status.reanchors, "failures": status.failures},
             "lag_ms": summary(lag_ms), "lag_batches": summary(lag_batches), "final_catch_up_ms": final_catch_up_ms,
             "follower_key": summary(key_ms), "follower_source": summary(source_ms), "state_source": summary(builtin_ms),
+            "served_key": summary(http_ms),
             "follow_start": summary(start_ms), "state_source_full": summary(full_ms),
         }
     finally:
@@ -167,6 +200,7 @@ def main() -> int:
         row("Follower lag while the leader runs, batches", r["lag_batches"], None),
         row("Point read: KeyQuery on the follower, ms", r["follower_key"], r["state_source"]),
         row("Point read: txstate source through the follower, ms", r["follower_source"], r["state_source"]),
+        row("Point read: KeyQuery over HTTP (`python -m txstate_spark serve`), ms", r["served_key"], r["state_source"]),
         row("Point read: Spark's state data source on the checkpoint, ms", r["state_source"], None),
         row("Start reading the whole state: follow(), ms", r["follow_start"], r["state_source_full"]),
         row("Read the whole state once: state data source count(), ms", r["state_source_full"], None),
