@@ -26,7 +26,15 @@ import pytest
 
 import txstate_spark
 from test_interactive_queries import KEYS, check_counter, expected_counter, start_counting_stream, wait_until
-from txstate_spark.query import KeyQuery, MultiKeyQuery, RangeQuery, ScanQuery, StateQueryError, StateQueryRequest
+from txstate_spark.query import (
+    FailureReason,
+    KeyQuery,
+    MultiKeyQuery,
+    RangeQuery,
+    ScanQuery,
+    StateQueryError,
+    StateQueryRequest,
+)
 
 TIMEOUT_S = 120.0
 
@@ -199,6 +207,18 @@ def test_a_follower_changes_nothing_under_the_checkpoint(spark, leader, tmp_path
             spark.read.format("txstate").option("follower", follower.id).load().collect()
             time.sleep(1)  # dozens of polls
             assert follower.status.polls > 10
+    with txstate_spark.follow(spark, checkpoint, partitions=[1]) as one:
+        only = StateQueryRequest.in_store(one).with_query(ScanQuery.all()).execute(spark)
+        assert sorted(only.partition_results) == [1], "a request without partitions asks the followed ones"
+        scan = StateQueryRequest.in_store(one).with_query(ScanQuery.all()).with_partitions([0, 1]).execute(spark)
+        assert scan.partition_results[0].failure_reason == FailureReason.NOT_PRESENT
+        assert "does not follow partition 0" in scan.partition_results[0].failure_message
+        batch = scan.partition_results[1].position.batch_id
+        assert batch == newest_batch(checkpoint) and scan.partition_results[1].result.rows
+        for row in scan.partition_results[1].result.rows:
+            check_counter(row.value, row.key.k, batch, "a follower of partition 1 only")
+    with pytest.raises(StateQueryError, match="partition 5 does not exist"):
+        txstate_spark.follow(spark, checkpoint, partitions=[5])
     assert file_hashes(checkpoint) == before
 
 
