@@ -55,6 +55,20 @@ def file_hashes(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def copy_of_stopped(checkpoint: Path, copy: Path) -> Path:
+    """A copy of a stopped leader's checkpoint. Its maintenance may still be writing into it (a
+    snapshot upload renaming temporary files, a cleanup deleting old ones), so a copy that meets a
+    vanishing file is made again; temporary files are left out."""
+    for _ in range(5):
+        try:
+            shutil.copytree(checkpoint, copy, ignore=shutil.ignore_patterns(".*.tmp"))
+            return copy
+        except (shutil.Error, FileNotFoundError):
+            shutil.rmtree(copy, ignore_errors=True)
+            time.sleep(0.5)
+    raise AssertionError(f"{checkpoint} kept changing while it was copied")
+
+
 def check_whole_state(spark, follower, context: str) -> dict[int, int]:
     """Scans every partition of the follower; checks every key against its partition's batch.
     Returns partition -> the batch it answered from."""
@@ -198,8 +212,7 @@ def test_a_follower_changes_nothing_under_the_checkpoint(spark, leader, tmp_path
     wait_until(lambda: newest_batch(running) >= 4, TIMEOUT_S, "five batches", query)
     query.stop()
     # A copy: a stopped leader's own maintenance may still upload a snapshot into its checkpoint later.
-    checkpoint = tmp_path / "stopped-copy"
-    shutil.copytree(running, checkpoint)
+    checkpoint = copy_of_stopped(running, tmp_path / "stopped-copy")
     before = file_hashes(checkpoint)
     for _ in range(2):
         with txstate_spark.follow(spark, checkpoint, poll_interval_ms=20) as follower:
@@ -225,8 +238,7 @@ def test_a_follower_changes_nothing_under_the_checkpoint(spark, leader, tmp_path
 def test_a_checkpoint_written_by_a_newer_format_is_refused_naming_what_is_needed(spark, leader, tmp_path):
     query, checkpoint = leader
     query.stop()
-    copy = tmp_path / "copy"
-    shutil.copytree(checkpoint, copy)
+    copy = copy_of_stopped(checkpoint, tmp_path / "copy")
     newest = copy / "state" / "0" / "0" / f"{newest_batch(copy) + 1}.txlog"
     data = bytearray(newest.read_bytes())
     assert data[:4] == b"TXCL", "a txstate changelog"
