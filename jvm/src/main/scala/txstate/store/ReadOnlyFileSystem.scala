@@ -3,8 +3,8 @@ package txstate.store
 import java.io.InputStream
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{CreateFlag, FSDataOutputStream, FSDataOutputStreamBuilder, FileStatus, FileSystem, FilterFileSystem, Path,
-  PathFilter, XAttrSetFlag}
+import org.apache.hadoop.fs.{CreateFlag, FSDataOutputStream, FSDataOutputStreamBuilder, FileStatus, FileSystem,
+  FilterFileSystem, Path, PathFilter, XAttrSetFlag}
 import org.apache.hadoop.fs.permission.{AclEntry, FsPermission}
 import org.apache.hadoop.util.Progressable
 
@@ -12,10 +12,12 @@ import txstate.checkpoint.CheckpointReads
 
 /**
  * A view of a Hadoop file system that refuses every change: create, append, rename, delete,
- * mkdirs, permissions, times. Followers read checkpoints that another application owns through
- * it (docs/ARCHITECTURE.md, "Followers"), so a bug in their code can fail but never alter the
- * leader's files. It lives in the store layer because the query layer, which reads Spark's own
- * logs of the leader, may use it too (it may not import the checkpoint layer). The view is not cached by Hadoop and closing it leaves the shared instance open.
+ * mkdirs, copies into it, permissions, times, attributes, ACLs, snapshots. Followers read
+ * checkpoints that another application owns through it (docs/ARCHITECTURE.md, "Followers"), so a
+ * bug in their code can fail but never alter the leader's files. It lives in the store layer
+ * because the query layer, which reads Spark's own logs of the leader, uses it too (and may not
+ * import the checkpoint layer). The view is not cached by Hadoop, and closing it leaves the shared
+ * instance open.
  */
 final class ReadOnlyFileSystem(underlying: FileSystem) extends FilterFileSystem(underlying) {
   private def refuse(what: String, path: Path): Nothing = throw StoreErrors.readOnly(what, path)
