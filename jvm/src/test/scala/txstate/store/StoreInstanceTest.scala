@@ -357,7 +357,12 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
     val upload = new java.util.concurrent.atomic.AtomicReference[Either[Throwable, Option[SnapshotReport]]]()
     val uploader = new Thread(() => upload.set(try Right(a.uploadSnapshot()) catch { case e: Throwable => Left(e) }))
     uploader.start()
-    Thread.sleep(50)
+    // Close once the upload is copying (its first file is in sst/), not after a fixed sleep: on a busy
+    // machine the uploader may not have started yet, and then close rightly wins and nothing uploads.
+    val sst = new File(localFile(root), "sst")
+    val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
+    while (!Option(sst.list()).exists(_.nonEmpty) && uploader.isAlive && System.nanoTime() < deadline) Thread.sleep(1)
+    assert(Option(sst.list()).exists(_.nonEmpty), "the upload started copying")
     a.close()
     uploader.join(60000)
     assert(upload.get.isRight, s"the upload failed under close: ${upload.get}")
