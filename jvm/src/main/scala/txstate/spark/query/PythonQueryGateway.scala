@@ -132,12 +132,7 @@ object PythonQueryGateway {
     StateQueryRequest(
       store,
       query = readQuery(json.get("query"), schema.keySchema),
-      partitions = Option(json.get("partitions")).filterNot(_.isNull).map { ps =>
-        if (!ps.isArray || !ps.elements().asScala.forall(_.canConvertToInt)) {
-          throw badRequest("'partitions' must be an array of partition numbers")
-        }
-        ps.elements().asScala.map(_.asInt).toSeq
-      },
+      partitions = partitionsOf(json),
       bound = readBound(json.get("bound")),
       activeOnly = flag(json, "requireActive"),
       executionInfo = flag(json, "executionInfo"),
@@ -156,7 +151,7 @@ object PythonQueryGateway {
     val json = parse(requestJson)
     val defaults = FollowOptions()
     val options = FollowOptions(
-      partitions = Option(json.get("partitions")).filterNot(_.isNull).map(_.elements().asScala.map(_.asInt).toSeq),
+      partitions = partitionsOf(json),
       pollIntervalMs = Option(json.get("pollIntervalMs")).filterNot(_.isNull).fold(defaults.pollIntervalMs)(_.asLong),
       replayLimit = Option(json.get("replayLimit")).filterNot(_.isNull).fold(defaults.replayLimit)(_.asInt),
       localDir = Option(json.get("localDir")).filterNot(_.isNull).fold(defaults.localDir)(_.asText),
@@ -328,6 +323,15 @@ object PythonQueryGateway {
 
   private def runIdOf(node: JsonNode): Option[UUID] =
     Option(node.get("runId")).filterNot(_.isNull).map(r => UUID.fromString(r.asText))
+
+  /** `"partitions"`: null (all of them) or an array of partition numbers. */
+  private def partitionsOf(json: JsonNode): Option[Seq[Int]] =
+    Option(json.get("partitions")).filterNot(_.isNull).map { ps =>
+      if (!ps.isArray || !ps.elements().asScala.forall(_.canConvertToInt)) {
+        throw badRequest("'partitions' must be an array of partition numbers")
+      }
+      ps.elements().asScala.map(_.asInt).toSeq
+    }
 
   private def batchNumber(node: JsonNode, field: String): Long =
     Option(node).filter(n => n.isIntegralNumber && n.canConvertToLong).map(_.asLong)

@@ -10,6 +10,13 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 private[query] sealed trait StateQuery {
   /** The query type's name, as the Python API and execution info spell it. */
   def typeName: String
+
+  /** The keys a key or multi-key query looks up (routing sends them to their owning partitions). */
+  def lookedUpKeys: Option[Seq[UnsafeRow]] = this match {
+    case KeyQuery(key) => Some(Seq(key))
+    case MultiKeyQuery(keys) => Some(keys)
+    case _ => None
+  }
 }
 
 /** A query that answers pages of (key, value) rows: at most `limit` per partition, then a continuation. */

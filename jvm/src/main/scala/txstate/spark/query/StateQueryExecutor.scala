@@ -53,15 +53,8 @@ private[query] object StateQueryExecutor {
     }
   }
 
-  private def owners(query: StateQuery, d: StoreDescription): Option[Seq[Int]] = {
-    def of(keys: Seq[org.apache.spark.sql.catalyst.expressions.UnsafeRow]) =
-      Some(keys.map(KeyOwners.owner(_, d.schema.keySchema, d.numPartitions)).distinct.sorted)
-    query match {
-      case KeyQuery(key) => of(Seq(key))
-      case MultiKeyQuery(keys) => of(keys)
-      case _ => None
-    }
-  }
+  private def owners(query: StateQuery, d: StoreDescription): Option[Seq[Int]] =
+    query.lookedUpKeys.map(_.map(KeyOwners.owner(_, d.schema.keySchema, d.numPartitions)).distinct.sorted)
 
   private def foundEveryKey(result: StateQueryResult): Boolean = {
     val answers = result.partitionResults.values.map(_.outcome).toSeq

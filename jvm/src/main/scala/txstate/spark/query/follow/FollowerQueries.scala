@@ -2,7 +2,7 @@ package txstate.spark.query.follow
 
 import org.apache.hadoop.conf.Configuration
 
-import txstate.spark.query.{FailureReason, KeyQuery, MultiKeyQuery, PartitionReader, PositionBound, QueryFailure,
+import txstate.spark.query.{FailureReason, PartitionReader, PositionBound, QueryFailure,
   QueryResolver, RawPartitionResult, ResolvedQuery, StateQueryExecutor, StateQueryRequest, StateQueryResult}
 
 /**
@@ -36,17 +36,11 @@ private[query] object FollowerQueries {
           s"partition $p yet (the leader has committed none, or the follower is re-anchoring it); retry shortly"))
     }
 
-  private def routed(follower: Follower, request: StateQueryRequest): Seq[Int] = {
-    val keys = request.query match {
-      case KeyQuery(key) => Some(Seq(key))
-      case MultiKeyQuery(keys) => Some(keys)
-      case _ => None
-    }
-    (keys, follower.description.placement) match {
+  private def routed(follower: Follower, request: StateQueryRequest): Seq[Int] =
+    (request.query.lookedUpKeys, follower.description.placement) match {
       case (Some(ks), Some(placement)) => ks.map(placement.partitionOf).distinct.sorted
       case _ => follower.partitions
     }
-  }
 
   private def failed(partition: Int, reason: FailureReason, message: String) =
     RawPartitionResult(partition, Left(QueryFailure(reason, message)), None, "follower", 0L)
