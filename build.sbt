@@ -112,7 +112,13 @@ def sparkLine(line: SparkLine): Project =
       // The jar holds our classes only, named for its Spark line.
       Compile / packageBin / artifactPath :=
         (ThisBuild / baseDirectory).value / "target" / s"txstate-spark-${line.line}_2.13-${version.value}.jar",
-      Test / javaOptions ++= "-Xmx2g" +: sparkJvmFlags
+      Test / javaOptions ++= "-Xmx2g" +: sparkJvmFlags,
+      // The release that writes a store is recorded in its commit point (txstate.engine.Release).
+      Compile / resourceGenerators += Def.task {
+        val file = (Compile / resourceManaged).value / "txstate-release.properties"
+        IO.write(file, s"version=${version.value}\n")
+        Seq(file)
+      }.taskValue
     )
 
 // Spark's own state store conformance suite on one line (`make conformance`): StateStoreSuiteBase

@@ -6,22 +6,25 @@ import java.nio.charset.StandardCharsets.US_ASCII
 import org.apache.hadoop.fs.Path
 
 import txstate.compat.CheckpointFileManager
-import txstate.engine.ChangeRecord
+import txstate.engine.{ChangeRecord, CommitPoint, WriteStamp}
 
 /**
  * The durable record of one version (or one early-commit segment of it), in a [[FramedFile]]: the
  * header, every change in apply order, then an end marker and the record count.
  *
  * Format 2 (written after 0.1.0) puts a codec byte after the header and encodes the records, end
- * marker and count with that codec ([[ChangelogCodec]], LZ4). Format 1 (0.1.0) stores them plain;
- * it is still read, so checkpoints written before stay usable. The header is never encoded, so
- * lineage checks read it without decoding anything.
+ * marker and count with that codec ([[ChangelogCodec]], LZ4). Format 3 adds the storage fields to
+ * the header (storage format, write stamp, TTL index start, writing release; see
+ * [[ChangelogHeader]]). Format 1 (0.1.0) stores the records plain; formats 1 and 2 are still read,
+ * so checkpoints written before stay usable. The header is never encoded, so lineage checks read
+ * it without decoding anything.
  */
 object ChangelogFile {
   val magic: Array[Byte] = "TXCL".getBytes(US_ASCII)
-  val formatVersion: Int = 2
+  val formatVersion: Int = 3
   private val plainFormat = 1
-  private val readableFormats = Seq(plainFormat, formatVersion)
+  private val firstStorageFieldsFormat = 3
+  private val readableFormats = Seq(plainFormat, 2, formatVersion)
   private val codec: ChangelogCodec = ChangelogCodec.Lz4
 
   private val endTag: Byte = 0
@@ -39,6 +42,11 @@ object ChangelogFile {
       out.writeLong(header.numKeys)
       out.writeLong(header.commitTimeMs)
       out.writeInt(header.segments)
+      out.writeInt(header.storageFormat)
+      out.writeLong(header.stamp.batchId)
+      out.writeLong(header.stamp.timeMs)
+      out.writeLong(header.timeIndexSinceMs.getOrElse(-1L))
+      out.writeUTF(header.writtenBy)
       out.writeByte(codec.id)
       val encoder = codec.encoder(out)
       val records = new DataOutputStream(encoder)
@@ -62,7 +70,7 @@ object ChangelogFile {
   def read(files: CheckpointReads, path: Path): Changelog = {
     val bytes = FramedFile.readAll(files, path)(CheckpointErrors.missingChangelog(path, _))
     val (format, in) = FramedFile.open(bytes, magic, readableFormats, "changelog", path)(corrupt(path, _))
-    val header = readHeader(in, path)
+    val header = readHeader(in, format, path)
     Changelog(header, new RecordIterator(recordsOf(format, in, path), path))
   }
 
@@ -87,27 +95,41 @@ object ChangelogFile {
       catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.missingChangelog(path, e) }
     try {
       val data = new DataInputStream(in)
-      try FramedFile.openHeader(data, magic, readableFormats, "changelog", path)(corrupt(path, _))
-      catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
-      readHeader(data, path)
+      val format =
+        try FramedFile.openHeader(data, magic, readableFormats, "changelog", path)(corrupt(path, _))
+        catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
+      readHeader(data, format, path)
     } finally in.close()
   }
 
-  private def readHeader(in: DataInputStream, path: Path): ChangelogHeader =
-    try readHeaderFields(in)
-    catch {
-      case e: EOFException => throw corrupt(path, "its header is truncated", e)
-      case e: java.io.UTFDataFormatException => throw corrupt(path, "its header holds a damaged checkpoint id", e)
+  private def readHeader(in: DataInputStream, format: Int, path: Path): ChangelogHeader = {
+    val header =
+      try readHeaderFields(in, format)
+      catch {
+        case e: EOFException => throw corrupt(path, "its header is truncated", e)
+        case e: java.io.UTFDataFormatException => throw corrupt(path, "its header holds a damaged checkpoint id", e)
+      }
+    if (!CommitPoint.readableFormatVersions.contains(header.storageFormat)) {
+      throw CheckpointErrors.newerStorageFormat(path, header.storageFormat, header.writtenBy)
     }
+    header
+  }
 
-  private def readHeaderFields(in: DataInputStream): ChangelogHeader =
-    ChangelogHeader(
+  private def readHeaderFields(in: DataInputStream, format: Int): ChangelogHeader = {
+    val header = ChangelogHeader(
       version = in.readLong(),
       checkpointId = in.readUTF(),
       baseCheckpointId = if (in.readBoolean()) Some(in.readUTF()) else None,
       numKeys = in.readLong(),
       commitTimeMs = in.readLong(),
       segments = in.readInt())
+    if (format < firstStorageFieldsFormat) {
+      header.copy(storageFormat = 1, writtenBy = CommitPoint.firstRelease)
+    } else {
+      header.copy(storageFormat = in.readInt(), stamp = WriteStamp(in.readLong(), in.readLong()),
+        timeIndexSinceMs = Some(in.readLong()).filter(_ >= 0), writtenBy = in.readUTF())
+    }
+  }
 
   private final class RecordIterator(in: DataInputStream, path: Path) extends Iterator[ChangeRecord] {
     private var pending: Option[ChangeRecord] = None

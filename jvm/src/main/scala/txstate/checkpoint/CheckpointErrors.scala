@@ -30,11 +30,18 @@ final class CorruptSnapshotException(path: Path, why: String, cause: Throwable)
  * A file of a newer format than this build reads: a newer txstate-spark wrote it. Its own type,
  * because readers that cannot upgrade (followers) must say which release they need.
  */
-final class NewerFormatException(path: Path, val kind: String, val found: Int, val readable: Seq[Int])
+final class NewerFormatException(path: Path, val kind: String, val found: Int, val readable: Seq[Int],
+    writtenBy: Option[String] = None)
     extends CheckpointFileException(path,
-      s"[TXSTATE_NEWER_FORMAT] the $kind $path has $kind format $found, and this build reads format " +
-        s"${readable.mkString(" and ")}: a newer txstate-spark wrote it. Use a txstate-spark that reads $kind format " +
-        s"$found (the release that wrote it, or newer).", null)
+      s"[TXSTATE_NEWER_FORMAT] the $kind $path has $kind format $found" + writtenBy.fold("")(w => s", written by " +
+        s"txstate-spark $w,") + s" and this build (txstate-spark ${txstate.engine.Release.version}) reads $kind format " +
+        s"${NewerFormatException.list(readable)}: a newer txstate-spark wrote it. Use a txstate-spark that reads $kind " +
+        s"format $found (${writtenBy.getOrElse("the release that wrote it")}, or newer).", null)
+
+object NewerFormatException {
+  private[checkpoint] def list(formats: Seq[Int]): String =
+    if (formats.size < 2) formats.mkString else formats.init.mkString(", ") + " and " + formats.last
+}
 
 /** Every error the checkpoint layer raises, written once (docs/ARCHITECTURE.md, "Errors"). */
 private[txstate] object CheckpointErrors {
@@ -48,4 +55,8 @@ private[txstate] object CheckpointErrors {
 
   def newerFormat(path: Path, kind: String, found: Int, readable: Seq[Int]): NewerFormatException =
     new NewerFormatException(path, kind, found, readable)
+
+  /** A changelog of a storage format this build does not read (a downgrade): names the release that wrote it. */
+  def newerStorageFormat(path: Path, found: Int, writtenBy: String): NewerFormatException =
+    new NewerFormatException(path, "storage", found, txstate.engine.CommitPoint.readableFormatVersions, Some(writtenBy))
 }

@@ -89,7 +89,7 @@ private[checkpoint] object FramedFile {
   private def checkFormat(found: Int, readable: Seq[Int], kind: String, path: Path, corrupt: String => Throwable): Int =
     if (readable.contains(found)) found
     else if (found > readable.max) throw CheckpointErrors.newerFormat(path, kind, found, readable)
-    else throw corrupt(s"it has $kind format $found; this build reads format ${readable.mkString(" and ")}")
+    else throw corrupt(s"it has $kind format $found; this build reads format ${NewerFormatException.list(readable)}")
 
   private def startsWithMagic(bytes: Array[Byte], magic: Array[Byte]): Boolean =
     java.util.Arrays.equals(bytes, 0, magic.length, magic, 0, magic.length)

@@ -15,6 +15,9 @@ trait CommittedView {
   /** The committed value of `key`, if any. */
   def get(key: Array[Byte]): Option[Array[Byte]]
 
-  /** The committed rows in `range`, in key order. */
+  /** The committed row of `key` with when it was last written, if any. */
+  def row(key: Array[Byte]): Option[KeyValue]
+
+  /** The committed rows in `range`, in key order, each with when it was last written. */
   def range(range: KeyRange): KeyValueIterator
 }

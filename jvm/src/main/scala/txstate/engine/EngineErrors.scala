@@ -42,9 +42,26 @@ private[txstate] object EngineErrors {
       s"the local state database in $dir records a commit point this build cannot read (${cause.getMessage}). " +
         "Delete the directory; it is rebuilt from the checkpoint.", cause)
 
-  def unknownCommitPointEncoding(found: Int, supported: Int): LocalStateException =
+  def unknownCommitPointEncoding(found: Int, newest: Int): LocalStateException =
     new LocalStateException("TXSTATE_UNREADABLE_COMMIT_POINT",
-      s"the commit point is in encoding $found, but this build reads encoding $supported")
+      s"the commit point is in encoding $found, but this build (txstate-spark ${Release.version}) reads encodings " +
+        s"1 to $newest; a newer txstate-spark wrote it, so use that release or a newer one")
+
+  def newerStorageFormat(dir: File, found: Int, writtenBy: String, readable: Seq[Int]): LocalStateException =
+    new LocalStateException("TXSTATE_NEWER_STORAGE_FORMAT",
+      s"the local state in $dir is in storage format $found, written by txstate-spark $writtenBy, and this build " +
+        s"(txstate-spark ${Release.version}) reads storage formats ${readable.mkString(" and ")}. A store is never " +
+        s"downgraded: run the query with txstate-spark $writtenBy or newer.")
+
+  def damagedStampedValue(length: Int): LocalStateException =
+    new LocalStateException("TXSTATE_DAMAGED_VALUE",
+      s"a stored value of $length bytes has no complete write stamp; the local database is damaged. Delete the " +
+        "local directory; it is rebuilt from the checkpoint.")
+
+  def ttlWithoutBatchTime(dir: File): LocalStateException =
+    new LocalStateException("TXSTATE_TTL_WITHOUT_BATCH_TIME",
+      s"state TTL is on for the store in $dir, but the batch has no timestamp to measure age against; TTL needs " +
+        "the batch timestamp Spark records in the query's offset log")
 
   def viewUsedAfterRead(): LocalStateException =
     new LocalStateException("TXSTATE_VIEW_EXPIRED", "a committed view was used after its read ended")

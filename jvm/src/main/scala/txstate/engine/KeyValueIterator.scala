@@ -2,8 +2,11 @@ package txstate.engine
 
 import org.rocksdb.{ReadOptions, RocksIterator, Slice}
 
-/** A key-value pair read from a store. The arrays are owned by the caller. */
-final case class KeyValue(key: Array[Byte], value: Array[Byte])
+/**
+ * A key-value pair read from a store, with when it was last written (unknown for rows of storage
+ * format 1 and for uncommitted writes). The arrays are owned by the caller.
+ */
+final case class KeyValue(key: Array[Byte], value: Array[Byte], written: WriteStamp = WriteStamp.unknown)
 
 /**
  * An iterator over native resources: it closes them when exhausted, and `close()` may be called
@@ -24,8 +27,11 @@ object KeyValueIterator {
   }
 }
 
-/** Committed rows of one RocksDB column family within a key range; owns its native objects. */
-private[engine] final class RocksRangeIterator(open: ReadOptions => RocksIterator, range: KeyRange)
+/**
+ * Committed rows of one RocksDB column family within a key range; owns its native objects.
+ * `stamped`: the family stores format 2's stamped values, decoded into the row and its stamp.
+ */
+private[engine] final class RocksRangeIterator(open: ReadOptions => RocksIterator, range: KeyRange, stamped: Boolean)
     extends KeyValueIterator {
   private val upperBound: Option[Slice] = range.until.map(new Slice(_))
   private val readOptions = {
@@ -45,7 +51,7 @@ private[engine] final class RocksRangeIterator(open: ReadOptions => RocksIterato
 
   def next(): KeyValue = {
     if (!hasNext) throw new NoSuchElementException("txstate: iterator is exhausted")
-    val kv = KeyValue(it.key(), it.value())
+    val kv = if (stamped) StampedValues.decode(it.key(), it.value()) else KeyValue(it.key(), it.value())
     it.next()
     kv
   }
@@ -56,6 +62,30 @@ private[engine] final class RocksRangeIterator(open: ReadOptions => RocksIterato
     readOptions.close()
     upperBound.foreach(_.close())
   }
+}
+
+/**
+ * Two iterators over disjoint key sets (format 2's stamped rows and the plain rows of format 1 not
+ * yet rewritten), merged in key order.
+ */
+private[engine] final class DisjointMergeIterator(a: KeyValueIterator, b: KeyValueIterator) extends KeyValueIterator {
+  private var headA: Option[KeyValue] = None
+  private var headB: Option[KeyValue] = None
+
+  def hasNext: Boolean = {
+    if (headA.isEmpty && a.hasNext) headA = Some(a.next())
+    if (headB.isEmpty && b.hasNext) headB = Some(b.next())
+    headA.isDefined || headB.isDefined
+  }
+
+  def next(): KeyValue = {
+    if (!hasNext) throw new NoSuchElementException("txstate: iterator is exhausted")
+    val takeA = headB.isEmpty || headA.exists(x => ByteKeys.compare(x.key, headB.get.key) < 0)
+    if (takeA) { val kv = headA.get; headA = None; kv }
+    else { val kv = headB.get; headB = None; kv }
+  }
+
+  def close(): Unit = try a.close() finally b.close()
 }
 
 /**

@@ -9,66 +9,137 @@ import scala.util.Using
 import org.rocksdb._
 
 /**
- * One open RocksDB directory with its two column families: `data` for user rows and `commit` for
- * the commit point. Owns the database and the column family handles; the option objects belong to
- * the caller ([[TxEngine]]), which outlives every database it opens.
+ * One open RocksDB directory and its column families:
+ * - `stamped`: user rows of storage format 2, each value behind its write stamp ([[StampedValues]]);
+ * - `data`: user rows of storage format 1 (0.1.0), stored plain. A format 2 store reads them until
+ *   each is written again, which moves it to `stamped` (KIP-258's lazy upgrade in place). A key
+ *   lives in one of the two families, never both;
+ * - `by_time`: the TTL index ([[TimeIndex]]), filled only while TTL is on;
+ * - `commit`: the commit point and the in-flight marker.
+ * Families a newer build added are opened too (RocksDB requires it), so the commit point can say
+ * which release wrote them. Owns the database and the handles; the option objects belong to the
+ * caller ([[TxEngine]]), which outlives every database it opens.
  */
 private[engine] final class LocalDatabase private (
     val dir: File,
     val db: RocksDB,
-    val data: ColumnFamilyHandle,
-    val commit: ColumnFamilyHandle,
-    defaultCf: ColumnFamilyHandle) extends AutoCloseable {
+    handles: Map[String, ColumnFamilyHandle]) extends AutoCloseable {
 
+  val data: ColumnFamilyHandle = handles(LocalDatabase.plainFamily)
+  val stamped: ColumnFamilyHandle = handles(LocalDatabase.stampedFamily)
+  val byTime: ColumnFamilyHandle = handles(LocalDatabase.timeIndexFamily)
+  val commit: ColumnFamilyHandle = handles(LocalDatabase.commitFamily)
+
+  // False once `data` is seen empty, so a store that has no format 1 rows reads one family only.
+  // Checked when the database opens; a replay of a format 1 changelog sets it again.
+  @volatile private var plainRowsPossible: Boolean = hasRows(data)
   private var closed = false
 
-  /** The value of `key` in `data`, now or as of `snapshot`. */
-  def get(snapshot: Option[Snapshot], key: Array[Byte]): Option[Array[Byte]] = snapshot match {
-    case None => Option(db.get(data, key))
-    case Some(s) => Using.resource(new ReadOptions().setSnapshot(s))(ro => Option(db.get(data, ro, key)))
+  def mayHoldPlainRows: Boolean = plainRowsPossible
+  def notePlainRows(): Unit = plainRowsPossible = true
+
+  /** The value of `key`, now or as of `snapshot`. */
+  def get(snapshot: Option[Snapshot], key: Array[Byte]): Option[Array[Byte]] = row(snapshot, key).map(_.value)
+
+  /** The row of `key` with its write stamp, now or as of `snapshot`. */
+  def row(snapshot: Option[Snapshot], key: Array[Byte]): Option[KeyValue] = snapshot match {
+    case None => rowWith(key, db.get(stamped, key), db.get(data, key))
+    case Some(s) => Using.resource(new ReadOptions().setSnapshot(s)) { ro =>
+      rowWith(key, db.get(stamped, ro, key), db.get(data, ro, key))
+    }
   }
 
-  /** The current values of `keys` in `data`, in order, in one multiGet. */
+  /** Only the write stamp of `key`'s current row (no value copied): what expiry decides on. */
+  def stampOf(key: Array[Byte]): Option[WriteStamp] = {
+    val s = db.get(stamped, key)
+    if (s != null) Some(StampedValues.stampOf(s))
+    else if (plainRowsPossible && db.get(data, key) != null) Some(WriteStamp.unknown)
+    else None
+  }
+
+  /** The current values of `keys`, in order, in one multiGet per family that may hold them. */
   def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] =
     if (keys.isEmpty) Nil
     else {
-      val families = java.util.Collections.nCopies(keys.size, data)
-      db.multiGetAsList(families, keys.asJava).asScala.toSeq.map(Option(_))
+      val found = multiGet(stamped, keys).map(_.map(StampedValues.decode(Array.emptyByteArray, _).value))
+      if (!plainRowsPossible) found
+      else {
+        val missing = keys.zip(found).collect { case (k, None) => k }
+        val plain = multiGet(data, missing).iterator
+        found.map(_.orElse(plain.next()))
+      }
     }
 
-  /** The rows of `data` in `range`, now or as of `snapshot`; the iterator owns its native objects. */
-  def range(snapshot: Option[Snapshot], range: KeyRange): KeyValueIterator = new RocksRangeIterator(ro => {
-    snapshot.foreach(ro.setSnapshot)
-    db.newIterator(data, ro)
-  }, range)
+  /** The rows in `range` with their stamps, now or as of `snapshot`; the iterator owns its native objects. */
+  def range(snapshot: Option[Snapshot], range: KeyRange): KeyValueIterator = {
+    val fromStamped = familyRange(stamped, snapshot, range, stampedValues = true)
+    if (!plainRowsPossible) fromStamped
+    else new DisjointMergeIterator(fromStamped, familyRange(data, snapshot, range, stampedValues = false))
+  }
+
+  /** The raw rows of one family in `range` (undo and expiry read the families directly). */
+  def familyRange(family: ColumnFamilyHandle, snapshot: Option[Snapshot], range: KeyRange, stampedValues: Boolean)
+      : KeyValueIterator =
+    new RocksRangeIterator(ro => {
+      snapshot.foreach(ro.setSnapshot)
+      db.newIterator(family, ro)
+    }, range, stampedValues)
+
+  /** The raw value of `key` in one family, as of `snapshot`. */
+  def rawGet(family: ColumnFamilyHandle, snapshot: Snapshot, key: Array[Byte]): Option[Array[Byte]] =
+    Using.resource(new ReadOptions().setSnapshot(snapshot))(ro => Option(db.get(family, ro, key)))
 
   def close(): Unit = if (!closed) {
     closed = true
     // Flush so a later open of the same directory finds every committed version (the WAL is off).
-    try Using.resource(new FlushOptions().setWaitForFlush(true))(fo => db.flush(fo, java.util.List.of(data, commit)))
-    finally {
-      data.close()
-      commit.close()
-      defaultCf.close()
+    try Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
+      db.flush(fo, java.util.List.of(data, stamped, byTime, commit))
+    } finally {
+      handles.values.foreach(_.close())
       db.close()
     }
   }
+
+  private def rowWith(key: Array[Byte], stampedValue: => Array[Byte], plainValue: => Array[Byte]): Option[KeyValue] = {
+    val s = stampedValue
+    if (s != null) Some(StampedValues.decode(key, s))
+    else if (plainRowsPossible) Option(plainValue).map(KeyValue(key, _))
+    else None
+  }
+
+  private def multiGet(family: ColumnFamilyHandle, keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] =
+    if (keys.isEmpty) Nil
+    else db.multiGetAsList(java.util.Collections.nCopies(keys.size, family), keys.asJava).asScala.toSeq.map(Option(_))
+
+  private def hasRows(family: ColumnFamilyHandle): Boolean =
+    Using.resource(db.newIterator(family)) { it =>
+      it.seekToFirst()
+      it.isValid
+    }
 }
 
 private[engine] object LocalDatabase {
-  val dataFamily: Array[Byte] = "data".getBytes(UTF_8)
-  val commitFamily: Array[Byte] = "commit".getBytes(UTF_8)
+  val plainFamily = "data"
+  val stampedFamily = "stamped"
+  val timeIndexFamily = "by_time"
+  val commitFamily = "commit"
+  private val defaultFamily = new String(RocksDB.DEFAULT_COLUMN_FAMILY, UTF_8)
 
+  /** Opens (or creates) the database with our families and any a newer build added (see the class comment). */
   def open(dir: File, dbOptions: DBOptions, dataOptions: ColumnFamilyOptions, commitOptions: ColumnFamilyOptions)
       : LocalDatabase = {
     if (!dir.isDirectory && !dir.mkdirs()) throw EngineErrors.cannotCreateDirectory(dir)
-    val descriptors = java.util.List.of(
-      new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, commitOptions),
-      new ColumnFamilyDescriptor(dataFamily, dataOptions),
-      new ColumnFamilyDescriptor(commitFamily, commitOptions))
+    val ours = Seq(defaultFamily -> commitOptions, plainFamily -> dataOptions, stampedFamily -> dataOptions,
+      timeIndexFamily -> dataOptions, commitFamily -> commitOptions)
+    val existing = Using.resource(new Options()) { o =>
+      if (new File(dir, "CURRENT").isFile) RocksDB.listColumnFamilies(o, dir.getAbsolutePath).asScala.map(new String(_, UTF_8)).toSeq
+      else Nil
+    }
+    val others = existing.filterNot(name => ours.exists(_._1 == name)).map(_ -> commitOptions)
+    val families = ours ++ others
     val handles = new java.util.ArrayList[ColumnFamilyHandle]()
-    val db = RocksDB.open(dbOptions, dir.getAbsolutePath, descriptors, handles)
-    val h = handles.asScala.toVector
-    new LocalDatabase(dir, db, h(1), h(2), h(0))
+    val db = RocksDB.open(dbOptions, dir.getAbsolutePath,
+      families.map { case (name, o) => new ColumnFamilyDescriptor(name.getBytes(UTF_8), o) }.asJava, handles)
+    new LocalDatabase(dir, db, families.map(_._1).zip(handles.asScala).toMap)
   }
 }

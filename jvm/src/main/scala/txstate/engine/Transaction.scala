@@ -10,8 +10,14 @@ import java.util.Arrays
  * a key right before they write it (aggregation, deduplication, joins): the write then costs no
  * second lookup.
  */
-final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint) {
+final class Transaction private[engine] (
+    engine: TxEngine,
+    val base: CommitPoint,
+    val stamp: WriteStamp,
+    val timeIndexSinceMs: Option[Long]) {
   private val buffer = new WriteBuffer
+  private var expired = 0L
+  private var cut: Option[Long] = None
 
   private var keyDelta = 0L
   private var probedKey: Array[Byte] = Array.emptyByteArray
@@ -23,6 +29,12 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
 
   /** Exact live keys if this transaction committed now. */
   def numKeys: Long = base.numKeys + keyDelta
+
+  /** Rows TTL expired when this transaction began (deletes of this transaction). */
+  def expiredEntries: Long = expired
+
+  /** The expiry cutoff: TTL index entries older than it go with the commit. */
+  private[engine] def indexCut: Option[Long] = cut
 
   def uncommittedEntries: Long = buffer.entryCount
   def uncommittedBytes: Long = buffer.byteSize
@@ -102,6 +114,26 @@ final class Transaction private[engine] (engine: TxEngine, val base: CommitPoint
   private[engine] def afterEarlyCommit(): Unit = {
     buffer.clear()
     probeValid = false // the committed view now includes the early-committed sub-batch
+  }
+
+  /**
+   * Deletes, as writes of this transaction, every row `rule` applies to whose last write is before
+   * `cutoffMs` (rows of unknown time count from when TTL was switched on). Reads the TTL index
+   * entries before the cutoff only, never the whole store; entries a rewrite left behind are skipped.
+   */
+  private[engine] def expire(cutoffMs: Long, rule: TimeToLive): Unit = {
+    val since = timeIndexSinceMs.getOrElse(throw new IllegalStateException("txstate: expiry without a time index"))
+    val entries = engine.timeIndexBefore(cutoffMs)
+    try entries.foreach { entry =>
+      val key = TimeIndex.rowKeyOf(entry.key)
+      if (rule.applies(key) && buffer.lookup(key).isEmpty &&
+          engine.committedStamp(key).exists(_.knownTimeMs.getOrElse(since) < cutoffMs)) {
+        buffer.delete(key)
+        keyDelta -= 1
+        expired += 1
+      }
+    } finally entries.close()
+    cut = Some(cutoffMs)
   }
 
   /** What undoing this transaction's commit must restore. */

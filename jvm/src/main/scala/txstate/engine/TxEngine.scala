@@ -63,6 +63,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   private var committedPoint: CommitPoint = CommitPoint.empty
   private var inFlightVersion: Option[Long] = None
   private var undo: Option[Undo] = None
+  // The TTL index this database incarnation has built for a time-index start not yet committed
+  // (a batch that switched TTL on and was aborted): the retry need not build it again.
+  private var timeIndexBuiltSince: Option[Long] = None
   // The committed view from before the first early commit of the open version (what undoing them restores).
   private var beforeEarlyCommits: Option[Snapshot] = None
   @volatile private var closed = false
@@ -85,10 +88,25 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   /** What [[rollbackLastCommit]] would restore, if the last commit can be undone. */
   def committedBeforeLastCommit: Option[CommitPoint] = undo.map(_.previous)
 
-  def begin(): Transaction = {
+  /**
+   * A transaction on the committed version. Its writes carry `stamp`. With `ttl`, rows whose last
+   * write is `ttl.ttlMs` or more older than `stamp.timeMs` are expired first, as deletes of this
+   * transaction: its reads never see them, and its commit (or changelog replay) deletes exactly
+   * them. The first transaction with TTL builds the time index of the rows already stored.
+   */
+  def begin(stamp: WriteStamp = WriteStamp.unknown, ttl: Option[TimeToLive] = None): Transaction = {
     ensureOpen()
     inFlightVersion.foreach(v => throw EngineErrors.interruptedWrite(dir, v))
-    new Transaction(this, committedPoint)
+    val indexSince = ttl.map { _ =>
+      val now = stamp.knownTimeMs.getOrElse(throw EngineErrors.ttlWithoutBatchTime(dir))
+      committedPoint.timeIndexSinceMs.getOrElse {
+        if (!timeIndexBuiltSince.contains(now)) buildTimeIndex(now)
+        now
+      }
+    }
+    val tx = new Transaction(this, committedPoint, stamp, indexSince)
+    ttl.foreach(rule => tx.expire(stamp.timeMs - rule.ttlMs, rule))
+    tx
   }
 
   /**
@@ -115,6 +133,34 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     database.range(None, range)
   }
 
+  /** The committed write stamp of `key` (unknown for a format 1 row), if it exists. */
+  private[engine] def committedStamp(key: Array[Byte]): Option[WriteStamp] = {
+    ensureOpen()
+    database.stampOf(key)
+  }
+
+  /** TTL index entries written before `cutoffMs`, oldest first. */
+  private[engine] def timeIndexBefore(cutoffMs: Long): KeyValueIterator = {
+    ensureOpen()
+    database.familyRange(database.byTime, None, TimeIndex.before(cutoffMs), stampedValues = false)
+  }
+
+  /**
+   * The oldest write time among the live rows TTL applies to, from the TTL index (None while TTL is
+   * off or the store is empty). Skips at most `maxStale` index entries left behind by rewrites.
+   */
+  def oldestWriteMs(applies: Array[Byte] => Boolean, maxStale: Int = 10000): Option[Long] = {
+    ensureOpen()
+    committedPoint.timeIndexSinceMs.flatMap { since =>
+      Using.resource(database.familyRange(database.byTime, None, TimeIndex.before(Long.MaxValue), stampedValues = false)) {
+        entries =>
+          entries.take(maxStale).map(e => (TimeIndex.timeOf(e.key), TimeIndex.rowKeyOf(e.key))).collectFirst {
+            case (time, key) if applies(key) && database.stampOf(key).exists(_.knownTimeMs.getOrElse(since) == time) => time
+          }
+      }
+    }
+  }
+
   /**
    * Writes the transaction's changes and `point` in one atomic RocksDB write, keeping what is
    * needed to undo it. The caller makes the changelog durable first (docs/ARCHITECTURE.md,
@@ -129,7 +175,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
         // The version's early commits are in the database already; this write finishes it and
         // clears the in-flight marker atomically. Undoing it would need every early-committed
         // key, so such a version is not kept for rollback: a re-run rebuilds instead.
-        writeChanges(tx.changes, Long.MaxValue) { last =>
+        writeChanges(tx.changes, Long.MaxValue, RowFormat.of(point)) { last =>
+          timeIndexUpkeep(tx, point, last)
           last.put(database.commit, committedKey, point.toBytes)
           last.delete(database.commit, inFlightKey)
         }
@@ -139,14 +186,20 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       case None =>
         val snapshot = database.db.getSnapshot
         val touched = tx.touchedKeys
-        try writeChanges(tx.changes, Long.MaxValue)(_.put(database.commit, committedKey, point.toBytes))
+        try writeChanges(tx.changes, Long.MaxValue, RowFormat.of(point)) { last =>
+          timeIndexUpkeep(tx, point, last)
+          last.put(database.commit, committedKey, point.toBytes)
+        }
         catch {
           case e: Throwable =>
             database.db.releaseSnapshot(snapshot)
             throw e
         }
-        undo = Some(Undo(snapshot, touched, committedPoint))
+        // Dropping the whole TTL index (TTL switched off) is not worth undoing: a re-run rebuilds.
+        if (droppingTimeIndex(point)) database.db.releaseSnapshot(snapshot)
+        else undo = Some(Undo(snapshot, touched, committedPoint, tx.indexCut))
     }
+    timeIndexBuiltSince = None
     committedPoint = point
     views.publish(database, point)
   }
@@ -164,7 +217,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       beforeEarlyCommits = Some(database.db.getSnapshot)
     }
     val version = tx.base.version + 1
-    writeChanges(tx.changes, Long.MaxValue)(_.put(database.commit, inFlightKey, versionBytes(version)))
+    writeChanges(tx.changes, Long.MaxValue, RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs))(
+      _.put(database.commit, inFlightKey, versionBytes(version)))
     inFlightVersion = Some(version)
     tx.afterEarlyCommit()
   }
@@ -183,7 +237,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       case ChangeRecord.Delete(k) => Left(k)
       case ChangeRecord.DeleteRange(from, until) => Right(KeyRange(from, Some(until)))
     }
-    restoreFrom(before, keys, options.replayChunkBytes)(_.delete(database.commit, inFlightKey))
+    restoreFrom(before, keys, options.replayChunkBytes, None)(_.delete(database.commit, inFlightKey))
     database.db.releaseSnapshot(before)
     beforeEarlyCommits = None
     inFlightVersion = None
@@ -195,7 +249,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     val u = undo.getOrElse(throw EngineErrors.nothingToRollBack(dir))
     val keys = u.touched.points.iterator.map(Left(_)) ++ u.touched.ranges.iterator.map(Right(_))
     // One atomic write: the restored rows and the previous commit point land together.
-    restoreFrom(u.snapshot, keys, Long.MaxValue)(_.put(database.commit, committedKey, u.previous.toBytes))
+    restoreFrom(u.snapshot, keys, Long.MaxValue, u.indexCut.map(TimeIndex.before))(
+      _.put(database.commit, committedKey, u.previous.toBytes))
     releaseUndo()
     committedPoint = u.previous
     views.publish(database, committedPoint)
@@ -211,11 +266,15 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     ensureOpen()
     releaseUndo()
     markInFlight(point.version)
-    writeChanges(changes, options.replayChunkBytes) { last =>
+    // The version switched TTL on: build the index as its batch did, before its rows (which index themselves).
+    point.timeIndexSinceMs.filter(_ => committedPoint.timeIndexSinceMs.isEmpty).foreach(buildTimeIndex)
+    writeChanges(changes, options.replayChunkBytes, RowFormat.of(point)) { last =>
+      if (droppingTimeIndex(point)) dropTimeIndex(last)
       last.put(database.commit, committedKey, point.toBytes)
       last.delete(database.commit, inFlightKey)
     }
     inFlightVersion = None
+    timeIndexBuiltSince = None
     committedPoint = point
     views.publish(database, point)
   }
@@ -228,7 +287,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     ensureOpen()
     inFlightVersion.foreach(v => throw EngineErrors.snapshotWhileInFlight(dir, v))
     Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
-      database.db.flush(fo, java.util.List.of(database.data, database.commit))
+      database.db.flush(fo, java.util.List.of(database.data, database.stamped, database.byTime, database.commit))
     }
     Using.resource(Checkpoint.create(database.db))(_.createCheckpoint(target.getAbsolutePath))
     committedPoint
@@ -264,8 +323,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   /** Live memtable and block cache bytes of this instance (native memory); 0 once closed. */
   def nativeMemoryUsed: Long = if (closed) 0L else {
     val db = database.db
-    db.getLongProperty(database.data, "rocksdb.cur-size-all-mem-tables") +
-      db.getLongProperty(database.commit, "rocksdb.cur-size-all-mem-tables") + cache.getUsage
+    Seq(database.data, database.stamped, database.byTime, database.commit)
+      .map(db.getLongProperty(_, "rocksdb.cur-size-all-mem-tables")).sum + cache.getUsage
   }
 
   def close(): Unit = if (!closed) {
@@ -295,6 +354,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     ensureOpen()
     releaseUndo()
     releaseEarlyCommits()
+    timeIndexBuiltSince = None
     views.excludingReaders {
       database.close()
       deleteRecursively(dir.toPath)
@@ -336,30 +396,80 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     if (inFlightVersion.isEmpty) views.publish(database, committedPoint) else views.withdraw()
   }
 
-  private def readCommitPoint(bytes: Array[Byte]): CommitPoint =
-    try CommitPoint.fromBytes(bytes)
-    catch { case e: Exception => throw EngineErrors.unreadableCommitPoint(dir, e) }
+  private def readCommitPoint(bytes: Array[Byte]): CommitPoint = {
+    val point =
+      try CommitPoint.fromBytes(bytes)
+      catch {
+        case e: LocalStateException => throw e
+        case e: Exception => throw EngineErrors.unreadableCommitPoint(dir, e)
+      }
+    if (!CommitPoint.readableFormatVersions.contains(point.formatVersion)) {
+      throw EngineErrors.newerStorageFormat(dir, point.formatVersion, point.writtenBy, CommitPoint.readableFormatVersions)
+    }
+    point
+  }
 
   /** Writes `changes` in chunks of `chunkBytes`; `last` adds the marker writes of the final chunk. */
-  private def writeChanges(changes: Iterator[ChangeRecord], chunkBytes: Long)(last: org.rocksdb.WriteBatch => Unit): Unit =
-    Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes)) { writer =>
+  private def writeChanges(changes: Iterator[ChangeRecord], chunkBytes: Long, format: RowFormat)
+      (last: org.rocksdb.WriteBatch => Unit): Unit =
+    Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes, format)) { writer =>
       changes.foreach(writer(_))
       writer.finish(last)
     }
 
   /**
+   * The TTL index writes of a commit: entries older than the transaction's expiry cutoff go (every
+   * row they could name is expired by it or has a newer entry), or the whole index when TTL was
+   * switched off.
+   */
+  private def timeIndexUpkeep(tx: Transaction, point: CommitPoint, last: org.rocksdb.WriteBatch): Unit =
+    if (droppingTimeIndex(point)) dropTimeIndex(last)
+    else tx.indexCut.foreach { cut =>
+      val range = TimeIndex.before(cut)
+      last.deleteRange(database.byTime, range.from, range.until.get)
+    }
+
+  private def droppingTimeIndex(point: CommitPoint): Boolean =
+    point.timeIndexSinceMs.isEmpty && committedPoint.timeIndexSinceMs.isDefined
+
+  private def dropTimeIndex(last: org.rocksdb.WriteBatch): Unit =
+    last.deleteRange(database.byTime, TimeIndex.everything.from, TimeIndex.everything.until.get)
+
+  /**
+   * Indexes every stored row by its write time, rows of unknown time at `sinceMs` (TTL switched on
+   * at that batch time). O(rows), once per switch-on; the entries are derived data, so they are
+   * written ahead of the commit that records the switch, and a batch that aborts leaves only
+   * entries the index may hold anyway.
+   */
+  private def buildTimeIndex(sinceMs: Long): Unit = {
+    Using.resource(new ChunkedWriter(database, writeOptions, options.replayChunkBytes, RowFormat.Raw)) { writer =>
+      Using.resource(database.range(None, KeyRange.all)) { rows =>
+        rows.foreach(row => writer.raw(database.byTime, TimeIndex.key(row.written.knownTimeMs.getOrElse(sinceMs), row.key),
+          Some(Array.emptyByteArray)))
+      }
+      writer.finish(_ => ())
+    }
+    timeIndexBuiltSince = Some(sinceMs)
+  }
+
+  /**
    * Writes back, for every key or range in `keys`, what `snapshot` holds there (deleting keys it
    * does not hold), in chunks of `chunkBytes`; `last` adds the final marker writes.
    */
-  private def restoreFrom(snapshot: Snapshot, keys: Iterator[Either[Array[Byte], KeyRange]], chunkBytes: Long)
-      (last: org.rocksdb.WriteBatch => Unit): Unit =
-    Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes)) { writer =>
+  private def restoreFrom(snapshot: Snapshot, keys: Iterator[Either[Array[Byte], KeyRange]], chunkBytes: Long,
+      indexRange: Option[KeyRange])(last: org.rocksdb.WriteBatch => Unit): Unit =
+    Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes, RowFormat.Raw)) { writer =>
+      // Each family's bytes as they were: a key goes back to the family (stamped or plain) it was in.
+      val families = if (database.mayHoldPlainRows) Seq(database.stamped, database.data) else Seq(database.stamped)
+      def putBack(family: org.rocksdb.ColumnFamilyHandle, range: KeyRange): Unit =
+        Using.resource(database.familyRange(family, Some(snapshot), range, stampedValues = false)) {
+          _.foreach(kv => writer.raw(family, kv.key, Some(kv.value)))
+        }
       keys.foreach {
-        case Left(key) =>
-          writer(database.get(Some(snapshot), key).fold[ChangeRecord](ChangeRecord.Delete(key))(ChangeRecord.Put(key, _)))
-        case Right(range) =>
-          Using.resource(database.range(Some(snapshot), range))(_.foreach(kv => writer(ChangeRecord.Put(kv.key, kv.value))))
+        case Left(key) => families.foreach(f => writer.raw(f, key, database.rawGet(f, snapshot, key)))
+        case Right(range) => families.foreach(putBack(_, range))
       }
+      indexRange.foreach(putBack(database.byTime, _))
       writer.finish(last)
     }
 
@@ -392,7 +502,7 @@ object TxEngine {
   private val inFlightKey = "in_flight".getBytes(UTF_8)
 
   /** The previous version's view and the keys the last commit changed. */
-  private final case class Undo(snapshot: Snapshot, touched: TouchedKeys, previous: CommitPoint)
+  private final case class Undo(snapshot: Snapshot, touched: TouchedKeys, previous: CommitPoint, indexCut: Option[Long])
 
   private def versionBytes(version: Long): Array[Byte] = java.nio.ByteBuffer.allocate(8).putLong(version).array()
 

@@ -90,6 +90,8 @@ private final class PublishedView(database: LocalDatabase, snapshot: Snapshot, v
 
   def get(key: Array[Byte]): Option[Array[Byte]] = database.get(Some(snapshot), key)
 
+  def row(key: Array[Byte]): Option[KeyValue] = database.row(Some(snapshot), key)
+
   def range(range: KeyRange): KeyValueIterator = database.range(Some(snapshot), range)
 }
 
@@ -100,6 +102,7 @@ private final class Lease(view: PublishedView) extends CommittedView with AutoCl
 
   def point: CommitPoint = view.point
   def get(key: Array[Byte]): Option[Array[Byte]] = { ensureOpen(); view.get(key) }
+  def row(key: Array[Byte]): Option[KeyValue] = { ensureOpen(); view.row(key) }
   def range(range: KeyRange): KeyValueIterator = {
     ensureOpen()
     val it = view.range(range)

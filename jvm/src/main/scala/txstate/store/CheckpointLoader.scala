@@ -116,8 +116,7 @@ private[store] final class CheckpointLoader(engine: TxEngine, checkpoint: Checkp
 
   def replay(chain: List[ChangelogHeader]): Int = {
     chain.foreach { h =>
-      engine.replay(checkpoint.readVersionChanges(h, idInName(h.checkpointId)),
-        CommitPoint(h.version, Some(h.checkpointId), CommitPoint.currentFormatVersion, h.commitTimeMs, h.numKeys))
+      engine.replay(checkpoint.readVersionChanges(h, idInName(h.checkpointId)), h.commitPoint)
     }
     chain.size
   }

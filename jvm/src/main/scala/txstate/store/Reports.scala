@@ -44,8 +44,8 @@ object SnapshotActivity {
 }
 
 /**
- * What one batch did, for metrics: peaks of its uncommitted buffer, its early commits, and (once
- * it committed) the commit and the instance's state right after it, so metrics read after the
+ * What one batch did, for metrics: peaks of its uncommitted buffer, its early commits, the rows
+ * TTL expired in it, and (once it committed) the commit and the instance's state right after it, so metrics read after the
  * batch never touch an instance that may have been closed since.
  */
 final case class BatchStats(
@@ -57,7 +57,9 @@ final case class BatchStats(
     commit: Option[CommitReport] = None,
     snapshotActivity: SnapshotActivity = SnapshotActivity.none,
     snapshotLagVersions: Long = 0L,
-    nativeMemoryBytes: Long = 0L) {
+    nativeMemoryBytes: Long = 0L,
+    expiredEntries: Long = 0L,
+    oldestWriteMs: Option[Long] = None) {
   def withEarlyCommit(r: EarlyCommitReport): BatchStats =
     copy(earlyCommits = earlyCommits + 1, earlyCommitEntries = earlyCommitEntries + r.entries,
       earlyCommitBytes = earlyCommitBytes + r.segmentBytes)

@@ -1,6 +1,6 @@
 package txstate.store
 
-import txstate.engine.{CommitPoint, CommittedView, KeyRange, KeyValueIterator, Transaction}
+import txstate.engine.{CommitPoint, CommittedView, KeyRange, KeyValueIterator, TimeToLive, Transaction}
 
 /**
  * One micro-batch of one store instance: the handle the Spark adapter reads and writes through.
@@ -21,14 +21,18 @@ final class StoreBatch private[store] (
     owner: StoreInstance,
     tx: Transaction,
     val loaded: LoadReport,
-    limits: UncommittedLimits) {
+    limits: UncommittedLimits,
+    ttl: Option[TimeToLive]) {
 
   private var ended: Option[String] = None
   private var attempt: Option[EarlyCommitAttempt] = None
-  private var statsSoFar = BatchStats()
+  private var statsSoFar = BatchStats(expiredEntries = tx.expiredEntries)
   // Peaks change on almost every write of a growing batch: plain counters on this hot path.
   private var peakEntries = 0L
   private var peakBytes = 0L
+
+  /** When this batch's writes happen (their stamp). */
+  def stamp: txstate.engine.WriteStamp = tx.stamp
 
   /** The version this batch started from; a commit writes `base.version + 1`. */
   def base: CommitPoint = tx.base
@@ -98,7 +102,8 @@ final class StoreBatch private[store] (
     ensureOpen("commit")
     val report = owner.commit(tx, attempt, forceSnapshot)
     statsSoFar = statsSoFar.copy(commit = Some(report), snapshotActivity = owner.drainSnapshotActivity(),
-      snapshotLagVersions = owner.snapshotLag, nativeMemoryBytes = owner.nativeMemoryUsed)
+      snapshotLagVersions = owner.snapshotLag, nativeMemoryBytes = owner.nativeMemoryUsed,
+      oldestWriteMs = ttl.flatMap(rule => owner.oldestWriteMs(rule.applies)))
     end("committed")
     report
   }

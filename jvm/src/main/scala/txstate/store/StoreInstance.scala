@@ -68,7 +68,8 @@ final class StoreInstance private (
   def readCommittedView[T](waitMs: Long)(read: CommittedView => T): Option[T] = engine.readCommittedView(waitMs)(read)
 
   /** Makes the requested version current and opens a batch on it; the instance is busy until the batch ends. */
-  def openBatch(request: LoadRequest): StoreBatch = busyUntilBatchEnds(newBatch(loadNow(request)))
+  def openBatch(request: LoadRequest, clock: BatchClock = BatchClock.untimed): StoreBatch =
+    busyUntilBatchEnds(newBatch(loadNow(request), clock))
 
   /** Makes `version` current without opening a batch. */
   def load(version: Long, checkpointId: Option[String]): LoadReport = {
@@ -78,8 +79,11 @@ final class StoreInstance private (
   }
 
   /** A batch on the version that is current now, loading nothing. */
-  def begin(): StoreBatch =
-    busyUntilBatchEnds(newBatch(LoadReport(committed.version, LoadPath.Reused, changelogsReplayed = 0, durationMs = 0)))
+  def begin(clock: BatchClock = BatchClock.untimed): StoreBatch =
+    busyUntilBatchEnds(newBatch(LoadReport(committed.version, LoadPath.Reused, changelogsReplayed = 0, durationMs = 0), clock))
+
+  /** The oldest write time of the rows TTL applies to, while TTL is on (see [[TxEngine.oldestWriteMs]]). */
+  def oldestWriteMs(applies: Array[Byte] => Boolean): Option[Long] = engine.oldestWriteMs(applies)
 
   /**
    * The changes committed in versions `startVersion` to `endVersion` on the requested lineage, in
@@ -138,8 +142,7 @@ final class StoreInstance private (
     val current = attempt.getOrElse(EarlyCommitAttempt(UUID.randomUUID().toString, 0))
     val k = current.segments + 1
     val entries = tx.uncommittedEntries
-    val header = ChangelogHeader(tx.base.version + 1, current.checkpointId, tx.base.checkpointId, tx.numKeys,
-      System.currentTimeMillis(), segments = k)
+    val header = ChangelogHeader.of(pointOf(tx, current.checkpointId), tx.base.checkpointId, segments = k)
     val bytes = checkpoint.writeSegment(header, k, tx.changes)
     engine.earlyCommit(tx)
     (current.copy(segments = k), EarlyCommitReport(entries, bytes, millisSince(start)))
@@ -147,15 +150,18 @@ final class StoreInstance private (
 
   private[store] def commit(tx: Transaction, attempt: Option[EarlyCommitAttempt], forceSnapshot: Boolean): CommitReport = {
     val start = System.nanoTime()
-    val point = CommitPoint(tx.base.version + 1, Some(attempt.fold(UUID.randomUUID().toString)(_.checkpointId)),
-      CommitPoint.currentFormatVersion, System.currentTimeMillis(), tx.numKeys)
-    val header = ChangelogHeader(point.version, point.checkpointId.get, tx.base.checkpointId, point.numKeys,
-      point.commitTimeMs, attempt.fold(0)(_.segments))
+    val point = pointOf(tx, attempt.fold(UUID.randomUUID().toString)(_.checkpointId))
+    val header = ChangelogHeader.of(point, tx.base.checkpointId, attempt.fold(0)(_.segments))
     val bytes = checkpoint.writeChangelog(header, idInName(header.checkpointId), tx.changes)
     engine.commit(tx, point)
     if (forceSnapshot || point.version % options.snapshotInterval == 0) stageSnapshot(point.version)
     CommitReport(point, bytes, millisSince(start))
   }
+
+  /** The commit point `tx` makes as `checkpointId`: this build's storage format, the batch's stamp and TTL index. */
+  private def pointOf(tx: Transaction, checkpointId: String): CommitPoint =
+    CommitPoint(tx.base.version + 1, Some(checkpointId), CommitPoint.currentFormatVersion, System.currentTimeMillis(),
+      tx.numKeys, tx.stamp, tx.timeIndexSinceMs)
 
   /**
    * The version is durable and committed already: a snapshot that cannot be staged must not fail
@@ -192,7 +198,8 @@ final class StoreInstance private (
     }
   }
 
-  private def newBatch(loaded: LoadReport): StoreBatch = new StoreBatch(this, engine.begin(), loaded, options.limits)
+  private def newBatch(loaded: LoadReport, clock: BatchClock): StoreBatch =
+    new StoreBatch(this, engine.begin(clock.stamp, clock.ttl), loaded, options.limits, clock.ttl)
 
   private def enter(): Unit = lifecycle.synchronized {
     state match {
