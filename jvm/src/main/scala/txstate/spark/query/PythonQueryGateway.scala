@@ -15,6 +15,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 
 import txstate.compat.StreamingQueryWrapper
+import txstate.engine.WriteStamp
 import txstate.spark.{StoreSchema, TxStateConf}
 import txstate.spark.query.follow.{FollowOptions, Follower, FollowerQueries, Followers}
 
@@ -104,7 +105,7 @@ object PythonQueryGateway {
       case Left(n) =>
         val empty = new StructType()
         mapper.writeValueAsString(writeResult(BeforeFirstCommit.result(n, store.checkpoint), UnknownQuery("none"),
-          empty, empty))
+          empty, empty, timestamped = false))
       case Right(schema) => executeOn(spark, json, store, schema)
     }
   }
@@ -112,7 +113,7 @@ object PythonQueryGateway {
   private def executeOn(spark: SparkSession, json: JsonNode, store: StoreReference, schema: StoreSchema): String = {
     val request = readRequest(json, store, schema)
     mapper.writeValueAsString(writeResult(StateQueryExecutor.execute(spark, request), request.query, schema.keySchema,
-      schema.valueSchema))
+      schema.valueSchema, request.timestamped))
   }
 
   /**
@@ -124,7 +125,7 @@ object PythonQueryGateway {
     val d = follower.description
     val request = readRequest(json, StoreReference(d.checkpoint, None, d.operatorId.toString, d.storeName), d.schema)
     mapper.writeValueAsString(writeResult(FollowerQueries.execute(follower, request, hadoopConf), request.query,
-      d.schema.keySchema, d.schema.valueSchema))
+      d.schema.keySchema, d.schema.valueSchema, request.timestamped))
   }
 
   private def readRequest(json: JsonNode, store: StoreReference, schema: StoreSchema): StateQueryRequest = {
@@ -136,7 +137,8 @@ object PythonQueryGateway {
       bound = readBound(json.get("bound")),
       activeOnly = flag(json, "requireActive"),
       executionInfo = flag(json, "executionInfo"),
-      checkpointReads = flag(json, "checkpointReads"))
+      checkpointReads = flag(json, "checkpointReads"),
+      timestamped = flag(json, "timestamped"))
   }
 
   // ---- followers ----------------------------------------------------------------------------
@@ -222,21 +224,36 @@ object PythonQueryGateway {
     def optRow(field: String): Option[UnsafeRow] = Option(node.get(field)).filterNot(_.isNull).map(row(_, keySchema, field))
     def limit = Option(node.get("limit")).filterNot(_.isNull).map(_.asInt).getOrElse(PagedQuery.defaultLimit)
     def continuation = Option(node.get("continuation")).filterNot(_.isNull).map(_.asText)
+    val changedSince = Option(node.get("changedSince")).filterNot(_.isNull).map(readChangedSince)
     text(node, "type") match {
+      case lookup @ ("key" | "multiKey") if changedSince.isDefined =>
+        throw badRequest(s"'changedSince' filters range, prefix and scan queries, not a $lookup query; " +
+          "ask for it with 'timestamped' and compare 'lastWrittenBatch' or 'lastWrittenMs'")
       case "key" => KeyQuery(row(node.get("key"), keySchema, "key"))
       case "multiKey" =>
         val keys = Option(node.get("keys")).filter(_.isArray).getOrElse(throw badRequest("'keys' must be an array"))
         MultiKeyQuery(keys.elements().asScala.zipWithIndex.map { case (k, i) => row(k, keySchema, s"keys[$i]") }.toSeq)
-      case "range" => RangeQuery(optRow("lower"), optRow("upper"), flag(node, "descending"), limit, continuation)
+      case "range" => RangeQuery(optRow("lower"), optRow("upper"), flag(node, "descending"), limit, continuation, changedSince)
       case "prefix" =>
         val prefix = Option(node.get("prefix")).filter(_.isArray).getOrElse(throw badRequest("'prefix' must be an array"))
         val columns = prefix.size
         if (columns < 1 || columns > keySchema.length) throw QueryErrors.badPrefix(columns, keySchema.simpleString, keySchema.length)
-        PrefixQuery(row(prefix, StructType(keySchema.fields.take(columns)), "prefix"), columns, limit, continuation)
-      case "scan" => ScanQuery(limit, continuation)
+        PrefixQuery(row(prefix, StructType(keySchema.fields.take(columns)), "prefix"), columns, limit, continuation,
+          changedSince)
+      case "scan" => ScanQuery(limit, continuation, changedSince)
       case other => UnknownQuery(other)
     }
   }
+
+  /** `{"batch": N}` or `{"ms": T}` (docs/query-protocol.md, "Request"). */
+  private def readChangedSince(node: JsonNode): ChangedSince =
+    (if (node.isObject) node.fieldNames().asScala.toSeq else Nil) match {
+      case Seq("batch") => ChangedSince.Batch(wholeNumber(node.get("batch"), "changedSince.batch", "a batch id (0 or more)", min = 0))
+      case Seq("ms") => ChangedSince.TimeMs(wholeNumber(node.get("ms"), "changedSince.ms",
+        "a batch time in milliseconds since the epoch (0 or more)", min = 0))
+      case _ => throw badRequest(s"'changedSince' must be {\"batch\": N} (rows last written by batch N or later) or " +
+        s"{\"ms\": T} (by a batch whose time is T or later), got $node")
+    }
 
   private def readBound(node: JsonNode): PositionBound =
     if (node == null || node.isNull) PositionBound.Unbounded
@@ -255,9 +272,18 @@ object PythonQueryGateway {
 
   // ---- answers ------------------------------------------------------------------------------
 
-  private def writeResult(result: StateQueryResult, query: StateQuery, keySchema: StructType, valueSchema: StructType)
-      : ObjectNode = {
-    def value(r: Option[UnsafeRow]): JsonNode = r.fold[JsonNode](nodes.nullNode())(InternalJson.writeRow(_, valueSchema))
+  /** The response; `timestamped`: each row with when it was last written, a looked-up value as an object. */
+  private def writeResult(result: StateQueryResult, query: StateQuery, keySchema: StructType, valueSchema: StructType,
+      timestamped: Boolean): ObjectNode = {
+    def value(r: Option[StoredRow]): JsonNode = r.fold[JsonNode](nodes.nullNode()) { row =>
+      val written = InternalJson.writeRow(row.value, valueSchema)
+      if (!timestamped) written
+      else {
+        val stamped = nodes.objectNode()
+        stamped.set[JsonNode]("value", written)
+        writeStamp(stamped, row.written)
+      }
+    }
     val out = nodes.objectNode()
     val partitions = out.putArray("partitions")
     result.partitionResults.toSeq.sortBy(_._1).foreach { case (p, r) =>
@@ -275,10 +301,11 @@ object PythonQueryGateway {
         case Right(RawAnswer.Page(rows, next)) =>
           val page = item.putObject("result")
           val array = page.putArray("rows")
-          rows.foreach { case (k, v) =>
+          rows.foreach { r =>
             val row = array.addObject()
-            row.set[JsonNode]("key", InternalJson.writeRow(k, keySchema))
-            row.set[JsonNode]("value", value(Some(v)))
+            row.set[JsonNode]("key", InternalJson.writeRow(r.key, keySchema))
+            row.set[JsonNode]("value", InternalJson.writeRow(r.value, valueSchema))
+            if (timestamped) writeStamp(row, r.written)
           }
           // This partition's own continuation: its next page alone.
           next.map(key => ContinuationToken(query.typeName, Map(p -> key)).encode)
@@ -299,6 +326,13 @@ object PythonQueryGateway {
     out.set[JsonNode]("position", merged)
     result.continuation.fold(out.putNull("continuation"))(out.put("continuation", _))
     out
+  }
+
+  /** `lastWrittenBatch` and `lastWrittenMs` of a row: numbers, or null when its last write is not known. */
+  private def writeStamp(row: ObjectNode, written: WriteStamp): ObjectNode = {
+    written.knownBatch.fold(row.putNull("lastWrittenBatch"))(row.put("lastWrittenBatch", _))
+    written.knownTimeMs.fold(row.putNull("lastWrittenMs"))(row.put("lastWrittenMs", _))
+    row
   }
 
   private def writePosition(p: Position): ObjectNode = {
@@ -333,9 +367,11 @@ object PythonQueryGateway {
       ps.elements().asScala.map(_.asInt).toSeq
     }
 
-  private def batchNumber(node: JsonNode, field: String): Long =
-    Option(node).filter(n => n.isIntegralNumber && n.canConvertToLong).map(_.asLong)
-      .getOrElse(throw badRequest(s"'$field' must be a batch number, got ${Option(node).fold("nothing")(_.toString)}"))
+  private def batchNumber(node: JsonNode, field: String): Long = wholeNumber(node, field, "a batch number")
+
+  private def wholeNumber(node: JsonNode, field: String, expected: String, min: Long = Long.MinValue): Long =
+    Option(node).filter(n => n.isIntegralNumber && n.canConvertToLong && n.asLong >= min).map(_.asLong)
+      .getOrElse(throw badRequest(s"'$field' must be $expected, got ${Option(node).fold("nothing")(_.toString)}"))
 
   private def flag(node: JsonNode, field: String): Boolean = Option(node.get(field)).exists(_.asBoolean)
 

@@ -22,9 +22,9 @@ private[query] object QueryResolver {
     query match {
       case KeyQuery(key) => forAll(ResolvedQuery.Get(Seq(key), single = true))
       case MultiKeyQuery(keys) => forAll(ResolvedQuery.Get(keys, single = false))
-      case q: ScanQuery => paged(q)(ResolvedQuery.Scan)
-      case q: PrefixQuery => paged(q)(ResolvedQuery.Prefix(q.prefix, q.columns, _))
-      case q: RangeQuery => paged(q)(ResolvedQuery.Range(q.lower, q.upper, q.descending, _))
+      case q: ScanQuery => paged(q)(ResolvedQuery.Scan(_, q.changedSince))
+      case q: PrefixQuery => paged(q)(ResolvedQuery.Prefix(q.prefix, q.columns, _, q.changedSince))
+      case q: RangeQuery => paged(q)(ResolvedQuery.Range(q.lower, q.upper, q.descending, _, q.changedSince))
       case UnknownQuery(name) => forAll(ResolvedQuery.Unknown(name))
     }
   }

@@ -19,10 +19,14 @@ private[query] sealed trait StateQuery {
   }
 }
 
-/** A query that answers pages of (key, value) rows: at most `limit` per partition, then a continuation. */
+/**
+ * A query that answers pages of (key, value) rows: at most `limit` per partition, then a
+ * continuation; with `changedSince`, only the rows last written at or after it.
+ */
 private[query] sealed trait PagedQuery extends StateQuery {
   def limit: Int
   def continuation: Option[String]
+  def changedSince: Option[ChangedSince]
 }
 
 private[query] object PagedQuery {
@@ -45,18 +49,19 @@ private[query] final case class MultiKeyQuery(keys: Seq[UnsafeRow]) extends Stat
  * descending by the key's Spark SQL ordering (column by column).
  */
 private[query] final case class RangeQuery(lower: Option[UnsafeRow], upper: Option[UnsafeRow], descending: Boolean,
-    limit: Int, continuation: Option[String]) extends PagedQuery {
+    limit: Int, continuation: Option[String], changedSince: Option[ChangedSince]) extends PagedQuery {
   def typeName: String = "range"
 }
 
 /** Rows whose first `columns` key columns equal `prefix`. */
-private[query] final case class PrefixQuery(prefix: UnsafeRow, columns: Int, limit: Int, continuation: Option[String])
-    extends PagedQuery {
+private[query] final case class PrefixQuery(prefix: UnsafeRow, columns: Int, limit: Int, continuation: Option[String],
+    changedSince: Option[ChangedSince]) extends PagedQuery {
   def typeName: String = "prefix"
 }
 
 /** Every row, in the store's key order, page by page. */
-private[query] final case class ScanQuery(limit: Int, continuation: Option[String]) extends PagedQuery {
+private[query] final case class ScanQuery(limit: Int, continuation: Option[String], changedSince: Option[ChangedSince])
+    extends PagedQuery {
   def typeName: String = "scan"
 }
 

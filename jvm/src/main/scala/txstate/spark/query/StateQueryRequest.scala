@@ -18,6 +18,7 @@ private[query] final case class StoreReference(checkpoint: String, runId: Option
  * @param activeOnly      answer only from stores a running query has loaded (else `NOT_ACTIVE`)
  * @param checkpointReads a partition whose store is not loaded is read from the checkpoint files
  *                        at the latest committed batch, instead of answering `NOT_PRESENT`
+ * @param timestamped     every row answered says when it was last written (batch and batch time)
  */
 private[query] final case class StateQueryRequest(
     store: StoreReference,
@@ -26,4 +27,5 @@ private[query] final case class StateQueryRequest(
     bound: PositionBound,
     activeOnly: Boolean,
     executionInfo: Boolean,
-    checkpointReads: Boolean)
+    checkpointReads: Boolean,
+    timestamped: Boolean)

@@ -47,7 +47,7 @@ final class PartitionQueryTest extends AnyFunSuite with ProviderFixture {
     while (more) {
       val RawAnswer.Page(rows, next) = read(provider, query(cursor)).outcome.toOption.get
       assert(rows.size <= limit)
-      pages += rows.map { case (k, v) => pair(k) -> v.getLong(0) }
+      pages += rows.map(r => pair(r.key) -> r.value.getLong(0))
       next match {
         case Some(after) => cursor = PageCursor(limit, Some(after), finished = false)
         case None => more = false
@@ -60,7 +60,7 @@ final class PartitionQueryTest extends AnyFunSuite with ProviderFixture {
 
   test("a scan pages through every row exactly once") {
     loaded(NoPrefixKeyStateEncoderSpec(keySchema)) { provider =>
-      val pages = allPages(provider, 37)(ResolvedQuery.Scan)
+      val pages = allPages(provider, 37)(ResolvedQuery.Scan(_))
       assert(pages.init.forall(_.size == 37))
       val rows = pages.flatten
       assert(rows.map(_._1).sorted(sqlOrder) == keys.sorted(sqlOrder))
@@ -100,7 +100,7 @@ final class PartitionQueryTest extends AnyFunSuite with ProviderFixture {
       val got = read(provider, ResolvedQuery.Get(Seq(present, absent), single = false))
       assert(got.point.map(_.version).contains(1L))
       val RawAnswer.Values(values, false) = got.outcome.toOption.get
-      assert(values.map(_.map(_.getLong(0))) == Seq(Some(valueOf("z", -3)), None))
+      assert(values.map(_.map(_.value.getLong(0))) == Seq(Some(valueOf("z", -3)), None))
 
       val behind = read(provider, ResolvedQuery.Get(Seq(present), single = true), PositionBound.AtLeastBatch(1))
       assert(behind.outcome.left.toOption.map(_.reason).contains(FailureReason.NotUpToBound))

@@ -4,13 +4,12 @@ import java.util.UUID
 
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.util.SerializableConfiguration
 
 import txstate.spark.query.follow.{FollowerQueries, Followers}
 import txstate.spark.query.{FailureReason, LiveTask, PositionBound, RawAnswer, RawPartitionResult, ResolvedQuery,
-  StateQueryExecutor, StoreDescription}
+  StateQueryExecutor, StoreDescription, StoredRow}
 
 /** One partition of a read, with the executor that holds its store, if a running query does. */
 private[source] final case class StatePartition(
@@ -76,16 +75,14 @@ private[source] final class StatePartitionReader(task: StatePartition, hadoopCon
   private def notUpToBound(r: RawPartitionResult) = r.outcome.left.exists(_.reason == FailureReason.NotUpToBound)
 
   private def toRows(r: RawPartitionResult, waitedMs: Long): Iterator[InternalRow] = {
-    val pairs: Seq[(UnsafeRow, UnsafeRow)] = (r.outcome, task.query) match {
-      case (Left(failure), _) => throw SourceErrors.partitionFailed(failure.reason, failure.message,
+    val found: Seq[StoredRow] = r.outcome match {
+      case Left(failure) => throw SourceErrors.partitionFailed(failure.reason, failure.message,
         if (failure.reason == FailureReason.NotUpToBound) waitedMs else 0L)
-      case (Right(RawAnswer.Values(values, _)), ResolvedQuery.Get(keys, _)) =>
-        keys.zip(values).collect { case (k, Some(v)) => (k, v) }
-      case (Right(RawAnswer.Page(page, _)), _) => page
-      case (Right(other), _) => throw new IllegalStateException(s"txstate: ${task.query} answered $other")
+      case Right(RawAnswer.Values(values, _)) => values.flatten
+      case Right(RawAnswer.Page(page, _)) => page
     }
     val batch = r.point.fold(-1L)(_.version - 1)
     val commitMicros = r.point.fold(0L)(_.commitTimeMs * 1000L)
-    pairs.iterator.map { case (k, v) => InternalRow(k, v, task.partition, batch, commitMicros) }
+    found.iterator.map(row => InternalRow(row.key, row.value, task.partition, batch, commitMicros))
   }
 }
