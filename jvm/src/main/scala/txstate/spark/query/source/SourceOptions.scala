@@ -4,6 +4,8 @@ import java.util.{Locale, UUID}
 
 import scala.jdk.CollectionConverters._
 
+import txstate.spark.query.ChangedSince
+
 /** Which state a read names: a checkpoint, or a query running in this session (by name or id). */
 private[source] sealed trait SourceTarget
 private[source] object SourceTarget {
@@ -21,6 +23,9 @@ private[source] object SourceTarget {
  * @param checkpointReads partitions no running query holds are read from the checkpoint files
  * @param requireActive   only stores a running query holds answer (the query API's `NOT_ACTIVE`)
  * @param waitMs          how long to wait for a first commit, or for a partition to reach `minBatchId`
+ * @param timestamps      add the columns `last_written_batch` and `last_written_ms` (null when not known)
+ * @param changedSince    only rows last written at or after a batch (`changedSinceBatch`) or a batch
+ *                        time (`changedSinceMs`); rows whose last write is not known are left out
  * @param protocol        the query protocol over the data source (`describe`, `execute`, `target`),
  *                        which Python uses where it has no py4j (Spark Connect); `request` is its JSON
  */
@@ -32,11 +37,13 @@ private[source] final case class SourceOptions(
     checkpointReads: Boolean,
     requireActive: Boolean,
     waitMs: Long,
+    timestamps: Boolean,
+    changedSince: Option[ChangedSince],
     protocol: Option[(String, String)])
 
 private[source] object SourceOptions {
   private val known = Seq("path", "queryName", "queryId", "follower", "operator", "store", "minBatchId",
-    "checkpointReads", "requireActive", "waitMs", "protocol", "request")
+    "checkpointReads", "requireActive", "waitMs", "timestamps", "changedSinceBatch", "changedSinceMs", "protocol", "request")
   private val protocols = Seq("describe", "execute", "target", "follow", "followerStatus", "unfollow")
 
   def parse(options: java.util.Map[String, String]): SourceOptions = {
@@ -71,8 +78,13 @@ private[source] object SourceOptions {
       case Seq("follower") => SourceTarget.Follower(get("follower").get)
       case several => throw SourceErrors.severalTargets(several)
     }
+    val changedSince = (long("changedSinceBatch", 0), long("changedSinceMs", 0)) match {
+      case (Some(_), Some(ms)) => throw SourceErrors.badOption("changedSinceMs", ms.toString,
+        "left out when 'changedSinceBatch' is given (a read filters by batch or by time, not both)")
+      case (batch, ms) => batch.map(ChangedSince.Batch).orElse(ms.map(ChangedSince.TimeMs))
+    }
     SourceOptions(target, get("operator").getOrElse("0"), get("store").getOrElse("default"), long("minBatchId", 0),
       flag("checkpointReads", default = true), flag("requireActive", default = false),
-      long("waitMs", 0).getOrElse(0L), protocol)
+      long("waitMs", 0).getOrElse(0L), flag("timestamps", default = false), changedSince, protocol)
   }
 }

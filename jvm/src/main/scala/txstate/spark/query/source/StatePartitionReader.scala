@@ -22,7 +22,8 @@ private[source] final case class StatePartition(
     checkpointReads: Boolean,
     waitMs: Long,
     location: Option[String],
-    follower: Option[String] = None) extends InputPartition {
+    follower: Option[String] = None,
+    timestamps: Boolean = false) extends InputPartition {
   override def preferredLocations(): Array[String] = location.toArray
 }
 
@@ -83,6 +84,10 @@ private[source] final class StatePartitionReader(task: StatePartition, hadoopCon
     }
     val batch = r.point.fold(-1L)(_.version - 1)
     val commitMicros = r.point.fold(0L)(_.commitTimeMs * 1000L)
-    found.iterator.map(row => InternalRow(row.key, row.value, task.partition, batch, commitMicros))
+    found.iterator.map { row =>
+      if (!task.timestamps) InternalRow(row.key, row.value, task.partition, batch, commitMicros)
+      else InternalRow(row.key, row.value, task.partition, batch, commitMicros, row.written.knownBatch.map(Long.box).orNull,
+        row.written.knownTimeMs.map(Long.box).orNull)
+    }
   }
 }

@@ -18,12 +18,12 @@ private[source] final class StateScan(spark: SparkSession, store: SourceStore, o
     plan: KeyFilters.Plan, limit: Option[Int]) extends Scan with Batch {
   private val d = store.description
 
-  override def readSchema(): StructType = StateRows.schema(d)
+  override def readSchema(): StructType = StateRows.schema(d, options.timestamps)
 
   override def description(): String =
     s"txstate[${store.follower.fold("")(id => s"follower $id of ")}${d.checkpoint} operator ${d.operatorId}${d.operatorName.fold("")(n => s" ($n)")} store ${d.storeName}: " +
       s"${plan.read.describe} in ${partitions.size} of ${d.numPartitions} partitions" +
-      limit.fold("")(n => s", limit $n per partition") +
+      limit.fold("")(n => s", limit $n per partition") + options.changedSince.fold("")(c => s", ${c.describe}") +
       (if (plan.used.isEmpty) "" else s", pushed ${plan.used.mkString(", ")}") + "]"
 
   override def toBatch: Batch = this
@@ -31,22 +31,23 @@ private[source] final class StateScan(spark: SparkSession, store: SourceStore, o
   private lazy val partitions: Seq[(Int, ResolvedQuery)] = {
     val all = (0 until d.numPartitions).filter(p => plan.partitions.forall(_.contains(p)))
     val cursor = PageCursor(limit.getOrElse(StateScan.unlimited), None, finished = false)
+    val changedSince = options.changedSince
     plan.read match {
       case KeyRead.Keys(keys) =>
         d.placement match {
           case Some(placement) =>
             keys.groupBy(placement.partitionOf).toSeq.filter(e => all.contains(e._1)).sortBy(_._1)
-              .map { case (p, owned) => p -> ResolvedQuery.Get(owned, single = false) }
-          case None => all.map(_ -> ResolvedQuery.Get(keys, single = false))
+              .map { case (p, owned) => p -> ResolvedQuery.Get(owned, single = false, changedSince) }
+          case None => all.map(_ -> ResolvedQuery.Get(keys, single = false, changedSince))
         }
       case KeyRead.Prefix(prefix, columns) =>
-        val query = ResolvedQuery.Prefix(prefix, columns, cursor)
+        val query = ResolvedQuery.Prefix(prefix, columns, cursor, changedSince)
         d.placement.filter(_ => d.hashedColumns.exists(_ <= columns)) match {
           case Some(placement) => Seq(placement.partitionOf(prefix)).filter(all.contains).map(_ -> query)
           case None => all.map(_ -> query)
         }
-      case KeyRead.Range(lower, upper) => all.map(_ -> ResolvedQuery.Range(lower, upper, descending = false, cursor))
-      case KeyRead.Scan => all.map(_ -> ResolvedQuery.Scan(cursor))
+      case KeyRead.Range(lower, upper) => all.map(_ -> ResolvedQuery.Range(lower, upper, descending = false, cursor, changedSince))
+      case KeyRead.Scan => all.map(_ -> ResolvedQuery.Scan(cursor, changedSince))
     }
   }
 
@@ -56,7 +57,7 @@ private[source] final class StateScan(spark: SparkSession, store: SourceStore, o
       val location = store.runId.flatMap(id =>
         TxStateSparkBridge.storeLocation(spark, StateStoreId(d.stateRoot, d.operatorId, p, d.storeName), id))
       StatePartition(d, p, store.runId, query, bound, options.requireActive, options.checkpointReads, options.waitMs,
-        location, store.follower)
+        location, store.follower, options.timestamps)
     }.toArray
   }
 

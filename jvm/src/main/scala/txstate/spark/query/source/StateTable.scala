@@ -11,14 +11,19 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import txstate.spark.query.StoreDescription
 
-/** The rows of one store: `key` and `value` structs, and where each row was read. */
+/**
+ * The rows of one store: `key` and `value` structs, and where each row was read; with `timestamps`,
+ * also when each row was last written (null when that is not known).
+ */
 private[source] object StateRows {
-  def schema(d: StoreDescription): StructType = StructType(Seq(
+  def schema(d: StoreDescription, timestamps: Boolean): StructType = StructType(Seq(
     StructField("key", d.schema.keySchema, nullable = false),
     StructField("value", d.schema.valueSchema, nullable = true),
     StructField("partition_id", IntegerType, nullable = false),
     StructField("batch_id", LongType, nullable = false),
-    StructField("commit_time", TimestampType, nullable = false)))
+    StructField("commit_time", TimestampType, nullable = false)) ++
+    (if (timestamps) Seq(StructField("last_written_batch", LongType, nullable = true),
+      StructField("last_written_ms", LongType, nullable = true)) else Nil))
 }
 
 private[source] final class StateTable(spark: SparkSession, store: SourceStore, options: SourceOptions)
@@ -26,7 +31,7 @@ private[source] final class StateTable(spark: SparkSession, store: SourceStore, 
   private val d = store.description
 
   override def name(): String = s"txstate ${d.checkpoint} operator ${d.operatorId} store ${d.storeName}"
-  override def schema(): StructType = StateRows.schema(d)
+  override def schema(): StructType = StateRows.schema(d, options.timestamps)
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ)
   override def newScanBuilder(ignored: CaseInsensitiveStringMap): ScanBuilder = new StateScanBuilder(spark, store, options)
 }
