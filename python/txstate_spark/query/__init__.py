@@ -10,6 +10,10 @@
     res.only_partition_result().result      # the value as a Row, or None
     res.position.batch_id                   # the oldest partition's batch (a MergedPosition)
 
+    # KIP-258: when each row was last written, and only the rows changed since batch 3
+    changed = req.with_query(TimestampedScanQuery.all().with_changed_since(batch=3)).execute(spark)
+    [(r.key, r.last_written_batch, r.last_written_ms) for r in changed.rows]
+
 Queries read the last committed version of each partition's store (READ_COMMITTED): in local mode
 on the driver, on a cluster on the executor that holds the store, and, with
 ``allow_checkpoint_reads()``, from the checkpoint files when no running query holds it. The JVM side
@@ -31,6 +35,12 @@ from txstate_spark.query.queries import (
     Query,
     RangeQuery,
     ScanQuery,
+    TimestampedKeyQuery,
+    TimestampedMultiKeyQuery,
+    TimestampedPrefixQuery,
+    TimestampedRangeQuery,
+    TimestampedScanQuery,
+    TimestampedValue,
 )
 from txstate_spark.query.request import StateQueryRequest
 from txstate_spark.query.results import FailureReason, QueryResult, StateQueryResult
@@ -59,5 +69,11 @@ __all__ = [
     "StateQueryRequest",
     "StateQueryResult",
     "StoreDescription",
+    "TimestampedKeyQuery",
+    "TimestampedMultiKeyQuery",
+    "TimestampedPrefixQuery",
+    "TimestampedRangeQuery",
+    "TimestampedScanQuery",
+    "TimestampedValue",
     "follow",
 ]

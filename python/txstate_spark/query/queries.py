@@ -3,13 +3,19 @@ mirroring Kafka Streams' ``KeyQuery.withKey`` & co. in snake_case.
 
 Keys are kept as the caller gave them (dict, tuple/list, Row, or a single value for a one-column
 key) and are converted with the store's key schema when the request executes.
+
+The ``Timestamped...`` variants (Kafka Streams' ``TimestampedKeyQuery`` & co., KIP-258) answer
+each row with when it was last written: the batch id and that batch's timestamp (Spark's offset
+log ``batchTimestampMs``), None when not known (rows written by release 0.1.0, migrated, or written
+outside a streaming query). Range, prefix and scan queries, plain or timestamped, can keep only
+the rows written since a batch or a time: ``with_changed_since(batch=N)`` / ``(ms=T)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type, TypeVar
 
 from txstate_spark.errors import StateQueryError
 
@@ -21,6 +27,11 @@ DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000
 
 Q = TypeVar("Q", bound="PagedQuery")
+K = TypeVar("K", bound="KeyQuery")
+M = TypeVar("M", bound="MultiKeyQuery")
+R = TypeVar("R", bound="RangeQuery")
+P = TypeVar("P", bound="PrefixQuery")
+S = TypeVar("S", bound="ScanQuery")
 
 
 class Query:
@@ -31,6 +42,8 @@ class Query:
     """
 
     type: ClassVar[str] = ""
+    #: Whether the request asks for each row's last write (the protocol's ``"timestamped"``).
+    timestamped: ClassVar[bool] = False
 
     def to_json(self, codec: "StoreCodec") -> Dict[str, Any]:
         """The protocol's QUERY object; ``codec`` converts keys with the store's schema."""
@@ -48,10 +61,10 @@ class KeyQuery(Query):
     type: ClassVar[str] = "key"
     key: Any
 
-    @staticmethod
-    def with_key(key: Any) -> "KeyQuery":
+    @classmethod
+    def with_key(cls: Type[K], key: Any) -> K:
         """Look up ``key``: a dict, tuple, Row, or a single value when the key has one column."""
-        return KeyQuery(key)
+        return cls(key)
 
     def to_json(self, codec: "StoreCodec") -> Dict[str, Any]:
         return {"type": self.type, "key": codec.encode_key(self.key)}
@@ -67,12 +80,12 @@ class MultiKeyQuery(Query):
     type: ClassVar[str] = "multiKey"
     keys: Tuple[Any, ...]
 
-    @staticmethod
-    def with_keys(keys: Sequence[Any]) -> "MultiKeyQuery":
+    @classmethod
+    def with_keys(cls: Type[M], keys: Sequence[Any]) -> M:
         """Look up each of ``keys`` (each as :meth:`KeyQuery.with_key` takes it)."""
         if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
             raise StateQueryError(f"with_keys expects a list of keys, got {type(keys).__name__}")
-        return MultiKeyQuery(tuple(keys))
+        return cls(tuple(keys))
 
     def to_json(self, codec: "StoreCodec") -> Dict[str, Any]:
         return {"type": self.type,
@@ -84,19 +97,39 @@ class MultiKeyQuery(Query):
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a range, prefix or scan query: ``rows`` (Rows with ``key`` and ``value``) and the
-    ``continuation`` to pass to ``with_continuation`` for the next page (None on the last page)."""
+    """One page of a range, prefix or scan query: ``rows`` (Rows with ``key`` and ``value``, and for
+    the timestamped queries ``last_written_batch`` and ``last_written_ms``) and the ``continuation``
+    to pass to ``with_continuation`` for the next page (None on the last page)."""
 
     rows: List[Any]
     continuation: Optional[Any]
 
 
 @dataclass(frozen=True)
+class TimestampedValue:
+    """A value with when it was last written (Kafka Streams' ``ValueAndTimestamp``): the result of
+    a timestamped key lookup.
+
+    ``last_written_batch`` is the id of the micro-batch that last wrote the row and
+    ``last_written_ms`` that batch's timestamp (Spark's offset log ``batchTimestampMs``, ms since the
+    epoch); each is None when the row's last write is not known (written by release 0.1.0,
+    migrated, or written outside a streaming query)."""
+
+    value: Any
+    last_written_batch: Optional[int]
+    last_written_ms: Optional[int]
+
+
+@dataclass(frozen=True)
 class PagedQuery(Query):
-    """A query answering pages of rows; ``limit`` rows at most per partition and page."""
+    """A query answering pages of rows; ``limit`` rows at most per partition and page; with
+    ``changed_since_batch`` or ``changed_since_ms`` (see :meth:`with_changed_since`), only the rows
+    last written since then."""
 
     limit: int = DEFAULT_LIMIT
     continuation: Optional[Any] = None
+    changed_since_batch: Optional[int] = None
+    changed_since_ms: Optional[int] = None
 
     def with_limit(self: Q, limit: int) -> Q:
         """The same query with at most ``limit`` rows per partition and page (1 to 100000)."""
@@ -108,14 +141,36 @@ class PagedQuery(Query):
         """The same query, resuming where the page that returned ``token`` stopped (None: from the start)."""
         return dataclasses.replace(self, continuation=token)
 
+    def with_changed_since(self: Q, *, batch: Optional[int] = None, ms: Optional[int] = None) -> Q:
+        """The same query, returning only the rows last written by batch ``batch`` or a later one, or
+        by a batch whose timestamp (Spark's ``batchTimestampMs``) is ``ms`` or later; give one of
+        the two, or neither to drop the filter. Rows whose last write is not known (written by
+        release 0.1.0, migrated, or outside a streaming query) are never returned by such a filter.
+        Pages, positions and continuations are those of the filtered rows."""
+        if batch is not None and ms is not None:
+            raise StateQueryError("with_changed_since takes batch= or ms=, not both")
+        for name, number in (("batch", batch), ("ms", ms)):
+            if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < 0):
+                raise StateQueryError(f"with_changed_since expects {name}= as an int >= 0, got {number!r}")
+        return dataclasses.replace(self, changed_since_batch=batch, changed_since_ms=ms)
+
     def _page_json(self) -> Dict[str, Any]:
-        return {"limit": self.limit, "continuation": self.continuation}
+        page: Dict[str, Any] = {"limit": self.limit, "continuation": self.continuation}
+        if self.changed_since_batch is not None:
+            page["changedSince"] = {"batch": self.changed_since_batch}
+        if self.changed_since_ms is not None:  # both: sent as they are, for the JVM to refuse
+            page["changedSince"] = {**page.get("changedSince", {}), "ms": self.changed_since_ms}
+        return page
 
     def decode_result(self, raw: Any, codec: "StoreCodec") -> Page:
         from pyspark.sql import Row
 
         key, value = codec.decode_key, codec.decode_value
-        rows = [Row(key=key(r["key"]), value=value(r["value"])) for r in raw["rows"]]
+        if self.timestamped:
+            rows = [Row(key=key(r["key"]), value=value(r["value"]), last_written_batch=r.get("lastWrittenBatch"),
+                        last_written_ms=r.get("lastWrittenMs")) for r in raw["rows"]]
+        else:
+            rows = [Row(key=key(r["key"]), value=value(r["value"])) for r in raw["rows"]]
         return Page(rows, raw.get("continuation"))
 
 
@@ -129,27 +184,27 @@ class RangeQuery(PagedQuery):
     upper: Optional[Any] = None
     is_descending: bool = False
 
-    @staticmethod
-    def with_range(lower: Any, upper: Any) -> "RangeQuery":
+    @classmethod
+    def with_range(cls: Type[R], lower: Any, upper: Any) -> R:
         """Keys from ``lower`` to ``upper``, both inclusive (full keys, as KeyQuery takes them)."""
-        return RangeQuery(lower=lower, upper=upper)
+        return cls(lower=lower, upper=upper)
 
-    @staticmethod
-    def with_lower_bound(lower: Any) -> "RangeQuery":
+    @classmethod
+    def with_lower_bound(cls: Type[R], lower: Any) -> R:
         """Keys from ``lower`` (inclusive) up."""
-        return RangeQuery(lower=lower)
+        return cls(lower=lower)
 
-    @staticmethod
-    def with_upper_bound(upper: Any) -> "RangeQuery":
+    @classmethod
+    def with_upper_bound(cls: Type[R], upper: Any) -> R:
         """Keys up to ``upper`` (inclusive)."""
-        return RangeQuery(upper=upper)
+        return cls(upper=upper)
 
-    @staticmethod
-    def with_no_bounds() -> "RangeQuery":
+    @classmethod
+    def with_no_bounds(cls: Type[R]) -> R:
         """Every key, in key order."""
-        return RangeQuery()
+        return cls()
 
-    def descending(self) -> "RangeQuery":
+    def descending(self: R) -> R:
         """The same range in descending key order."""
         return dataclasses.replace(self, is_descending=True)
 
@@ -171,12 +226,12 @@ class PrefixQuery(PagedQuery):
     type: ClassVar[str] = "prefix"
     prefix: Any = None
 
-    @staticmethod
-    def with_prefix(prefix: Any) -> "PrefixQuery":
+    @classmethod
+    def with_prefix(cls: Type[P], prefix: Any) -> P:
         """Rows whose leading key columns equal ``prefix``."""
         if prefix is None:
             raise StateQueryError("with_prefix needs a prefix (the first key column's value at least)")
-        return PrefixQuery(prefix=prefix)
+        return cls(prefix=prefix)
 
     def to_json(self, codec: "StoreCodec") -> Dict[str, Any]:
         return {"type": self.type, "prefix": codec.encode_prefix(self.prefix), **self._page_json()}
@@ -188,10 +243,64 @@ class ScanQuery(PagedQuery):
 
     type: ClassVar[str] = "scan"
 
-    @staticmethod
-    def all() -> "ScanQuery":
+    @classmethod
+    def all(cls: Type[S]) -> S:
         """Every row."""
-        return ScanQuery()
+        return cls()
 
     def to_json(self, codec: "StoreCodec") -> Dict[str, Any]:
         return {"type": self.type, **self._page_json()}
+
+
+# ------------------------------------------------------------------------------------------------
+# Timestamped queries (KIP-258): the same queries, each row with when it was last written
+
+
+def _timestamped(raw: Any, codec: "StoreCodec") -> Optional[TimestampedValue]:
+    """A timestamped lookup's ``{"value", "lastWrittenBatch", "lastWrittenMs"}``, or None when absent."""
+    if raw is None:
+        return None
+    return TimestampedValue(codec.decode_value(raw["value"]), raw.get("lastWrittenBatch"), raw.get("lastWrittenMs"))
+
+
+@dataclass(frozen=True)
+class TimestampedKeyQuery(KeyQuery):
+    """The value of one key with when it was last written: a :class:`TimestampedValue`, or None
+    when the key is absent (``TimestampedKeyQuery.with_key(k)``)."""
+
+    timestamped: ClassVar[bool] = True
+
+    def decode_result(self, raw: Any, codec: "StoreCodec") -> Optional[TimestampedValue]:
+        return _timestamped(raw, codec)
+
+
+@dataclass(frozen=True)
+class TimestampedMultiKeyQuery(MultiKeyQuery):
+    """The values of several keys with when each was last written: a list with a
+    :class:`TimestampedValue` (or None) per key, in key order."""
+
+    timestamped: ClassVar[bool] = True
+
+    def decode_result(self, raw: Any, codec: "StoreCodec") -> List[Optional[TimestampedValue]]:
+        return [_timestamped(v, codec) for v in raw]
+
+
+@dataclass(frozen=True)
+class TimestampedRangeQuery(RangeQuery):
+    """:class:`RangeQuery` whose page rows also have ``last_written_batch`` and ``last_written_ms``."""
+
+    timestamped: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class TimestampedPrefixQuery(PrefixQuery):
+    """:class:`PrefixQuery` whose page rows also have ``last_written_batch`` and ``last_written_ms``."""
+
+    timestamped: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class TimestampedScanQuery(ScanQuery):
+    """:class:`ScanQuery` whose page rows also have ``last_written_batch`` and ``last_written_ms``."""
+
+    timestamped: ClassVar[bool] = True

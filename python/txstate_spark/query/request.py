@@ -88,7 +88,8 @@ class StateQueryRequest:
     # -- the builder -----------------------------------------------------------------------------
 
     def with_query(self, query: Query) -> "StateQueryRequest":
-        """The same request with ``query`` (KeyQuery, MultiKeyQuery, RangeQuery, PrefixQuery, ScanQuery)."""
+        """The same request with ``query`` (KeyQuery, MultiKeyQuery, RangeQuery, PrefixQuery, ScanQuery,
+        or their Timestamped... variants)."""
         if not isinstance(query, Query):
             raise StateQueryError(f"with_query expects a txstate_spark.query Query, got {type(query).__name__}")
         return dataclasses.replace(self, query=query)
@@ -151,6 +152,8 @@ class StateQueryRequest:
             "requireActive": self.is_require_active,
             "executionInfo": self.is_execution_info_enabled,
             "checkpointReads": self.is_checkpoint_reads_allowed,
+            # The Timestamped... queries: every row with when it was last written.
+            "timestamped": query.timestamped,
         }
         response = gateway.execute(request)
         return parse_response(response, lambda raw: query.decode_result(raw, description.codec))
