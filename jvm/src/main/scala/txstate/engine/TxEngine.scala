@@ -90,7 +90,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
 
   /**
    * A transaction on the committed version. Its writes carry `stamp`. With `ttl`, rows whose last
-   * write is `ttl.ttlMs` or more older than `stamp.timeMs` are expired first, as deletes of this
+   * write is `ttl.ttlMs` or more before `stamp.timeMs` are expired first, as deletes of this
    * transaction: its reads never see them, and its commit (or changelog replay) deletes exactly
    * them. The first transaction with TTL builds the time index of the rows already stored.
    */
@@ -105,7 +105,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       }
     }
     val tx = new Transaction(this, committedPoint, stamp, indexSince)
-    ttl.foreach(rule => tx.expire(stamp.timeMs - rule.ttlMs, rule))
+    // Flink's rule: a row is gone once `ttl` has passed since its last write, so the age == ttl case expires.
+    ttl.foreach(rule => tx.expire(stamp.timeMs - rule.ttlMs + 1, rule))
     tx
   }
 
