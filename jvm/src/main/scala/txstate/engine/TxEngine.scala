@@ -218,7 +218,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       beforeEarlyCommits = Some(database.db.getSnapshot)
     }
     val version = tx.base.version + 1
-    writeChanges(tx.changes, Long.MaxValue, RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs))(
+    val format = if (options.formatVersion == 1) RowFormat.Plain else RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs)
+    writeChanges(tx.changes, Long.MaxValue, format)(
       _.put(database.commit, inFlightKey, versionBytes(version)))
     inFlightVersion = Some(version)
     tx.afterEarlyCommit()
@@ -400,10 +401,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   private def readCommitPoint(bytes: Array[Byte]): CommitPoint = {
     val point =
       try CommitPoint.fromBytes(bytes)
-      catch {
-        case e: LocalStateException => throw e
-        case e: Exception => throw EngineErrors.unreadableCommitPoint(dir, e)
-      }
+      catch { case e: Exception => throw EngineErrors.unreadableCommitPoint(dir, e) }
     if (!CommitPoint.readableFormatVersions.contains(point.formatVersion)) {
       throw EngineErrors.newerStorageFormat(dir, point.formatVersion, point.writtenBy, CommitPoint.readableFormatVersions)
     }
