@@ -30,14 +30,19 @@ private[engine] final class ChunkedWriter(database: LocalDatabase, writeOptions:
     format: RowFormat) extends AutoCloseable {
   private var batch = new WriteBatch()
   private val plainRows = format == RowFormat.Plain || database.mayHoldPlainRows
-  if (format == RowFormat.Plain) database.notePlainRows()
+  private val stampedRows = format != RowFormat.Plain || database.mayHoldStampedRows
+  format match {
+    case RowFormat.Plain => database.notePlainRows()
+    case _: RowFormat.Stamped => database.noteStampedRows()
+    case RowFormat.Raw => ()
+  }
 
   def apply(change: ChangeRecord): Unit = {
     change match {
       case ChangeRecord.Put(k, v) => format match {
         case RowFormat.Plain =>
           batch.put(database.data, k, v)
-          batch.delete(database.stamped, k)
+          if (stampedRows) batch.delete(database.stamped, k)
         case RowFormat.Raw => throw new IllegalStateException("txstate: a raw writer takes raw writes only")
         case RowFormat.Stamped(stamp, indexSince) =>
           batch.put(database.stamped, k, StampedValues.encode(stamp, v))
@@ -46,10 +51,10 @@ private[engine] final class ChunkedWriter(database: LocalDatabase, writeOptions:
             Array.emptyByteArray))
       }
       case ChangeRecord.Delete(k) =>
-        batch.delete(database.stamped, k)
+        if (stampedRows) batch.delete(database.stamped, k)
         if (plainRows) batch.delete(database.data, k)
       case ChangeRecord.DeleteRange(from, until) =>
-        batch.deleteRange(database.stamped, from, until)
+        if (stampedRows) batch.deleteRange(database.stamped, from, until)
         if (plainRows) batch.deleteRange(database.data, from, until)
     }
     flushIfFull()

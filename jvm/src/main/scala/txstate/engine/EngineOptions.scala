@@ -8,14 +8,18 @@ package txstate.engine
  * @param writeBufferBytes size of one memtable
  * @param maxWriteBuffers  memtables per column family before writes stall on flush
  * @param replayChunkBytes the largest WriteBatch built while replaying a changelog
+ * @param formatVersion    the storage format new versions are written in: 2, or 1 (plain rows, as 0.1.0 wrote
+ *                         them) only for benchmarks that compare the two in one run
  */
 final case class EngineOptions(
     blockCacheBytes: Long = 8L << 20,
     writeBufferBytes: Long = 64L << 20,
     maxWriteBuffers: Int = 2,
-    replayChunkBytes: Long = 32L << 20) {
+    replayChunkBytes: Long = 32L << 20,
+    formatVersion: Int = CommitPoint.currentFormatVersion) {
   require(blockCacheBytes > 0, s"blockCacheBytes must be > 0, got $blockCacheBytes")
   require(writeBufferBytes > 0, s"writeBufferBytes must be > 0, got $writeBufferBytes")
   require(maxWriteBuffers >= 2, s"maxWriteBuffers must be >= 2, got $maxWriteBuffers")
   require(replayChunkBytes > 0, s"replayChunkBytes must be > 0, got $replayChunkBytes")
+  require(CommitPoint.readableFormatVersions.contains(formatVersion), s"formatVersion must be 1 or 2, got $formatVersion")
 }

@@ -31,12 +31,17 @@ private[engine] final class LocalDatabase private (
   val commit: ColumnFamilyHandle = handles(LocalDatabase.commitFamily)
 
   // False once `data` is seen empty, so a store that has no format 1 rows reads one family only.
-  // Checked when the database opens; a replay of a format 1 changelog sets it again.
+  // Checked when the database opens; a replay of a format 1 changelog sets it again. Readers on
+  // other threads see a stale flag only across a database replacement, which excludes them.
   @volatile private var plainRowsPossible: Boolean = hasRows(data)
+  // The same for `stamped`, so writing format 1 (a benchmark's baseline) costs what 0.1.0's writes did.
+  @volatile private var stampedRowsPossible: Boolean = hasRows(stamped)
   private var closed = false
 
   def mayHoldPlainRows: Boolean = plainRowsPossible
   def notePlainRows(): Unit = plainRowsPossible = true
+  def mayHoldStampedRows: Boolean = stampedRowsPossible
+  def noteStampedRows(): Unit = stampedRowsPossible = true
 
   /** The value of `key`, now or as of `snapshot`. */
   def get(snapshot: Option[Snapshot], key: Array[Byte]): Option[Array[Byte]] = row(snapshot, key).map(_.value)
@@ -51,7 +56,7 @@ private[engine] final class LocalDatabase private (
 
   /** Only the write stamp of `key`'s current row (no value copied): what expiry decides on. */
   def stampOf(key: Array[Byte]): Option[WriteStamp] = {
-    val s = db.get(stamped, key)
+    val s = if (stampedRowsPossible) db.get(stamped, key) else null
     if (s != null) Some(StampedValues.stampOf(s))
     else if (plainRowsPossible && db.get(data, key) != null) Some(WriteStamp.unknown)
     else None
@@ -61,7 +66,9 @@ private[engine] final class LocalDatabase private (
   def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] =
     if (keys.isEmpty) Nil
     else {
-      val found = multiGet(stamped, keys).map(_.map(StampedValues.decode(Array.emptyByteArray, _).value))
+      val found =
+        if (stampedRowsPossible) multiGet(stamped, keys).map(_.map(StampedValues.decode(Array.emptyByteArray, _).value))
+        else keys.map(_ => None)
       if (!plainRowsPossible) found
       else {
         val missing = keys.zip(found).collect { case (k, None) => k }
@@ -72,9 +79,11 @@ private[engine] final class LocalDatabase private (
 
   /** The rows in `range` with their stamps, now or as of `snapshot`; the iterator owns its native objects. */
   def range(snapshot: Option[Snapshot], range: KeyRange): KeyValueIterator = {
-    val fromStamped = familyRange(stamped, snapshot, range, stampedValues = true)
-    if (!plainRowsPossible) fromStamped
-    else new DisjointMergeIterator(fromStamped, familyRange(data, snapshot, range, stampedValues = false))
+    def stampedRows = familyRange(stamped, snapshot, range, stampedValues = true)
+    def plainRows = familyRange(data, snapshot, range, stampedValues = false)
+    if (!plainRowsPossible) stampedRows
+    else if (!stampedRowsPossible) plainRows
+    else new DisjointMergeIterator(stampedRows, plainRows)
   }
 
   /** The raw rows of one family in `range` (undo and expiry read the families directly). */
@@ -101,7 +110,7 @@ private[engine] final class LocalDatabase private (
   }
 
   private def rowWith(key: Array[Byte], stampedValue: => Array[Byte], plainValue: => Array[Byte]): Option[KeyValue] = {
-    val s = stampedValue
+    val s = if (stampedRowsPossible) stampedValue else null
     if (s != null) Some(StampedValues.decode(key, s))
     else if (plainRowsPossible) Option(plainValue).map(KeyValue(key, _))
     else None

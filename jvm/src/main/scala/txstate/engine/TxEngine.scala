@@ -90,7 +90,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
 
   /**
    * A transaction on the committed version. Its writes carry `stamp`. With `ttl`, rows whose last
-   * write is `ttl.ttlMs` or more older than `stamp.timeMs` are expired first, as deletes of this
+   * write is `ttl.ttlMs` or more before `stamp.timeMs` are expired first, as deletes of this
    * transaction: its reads never see them, and its commit (or changelog replay) deletes exactly
    * them. The first transaction with TTL builds the time index of the rows already stored.
    */
@@ -105,7 +105,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       }
     }
     val tx = new Transaction(this, committedPoint, stamp, indexSince)
-    ttl.foreach(rule => tx.expire(stamp.timeMs - rule.ttlMs, rule))
+    // Flink's rule: a row is gone once `ttl` has passed since its last write, so the age == ttl case expires.
+    ttl.foreach(rule => tx.expire(stamp.timeMs - rule.ttlMs + 1, rule))
     tx
   }
 
@@ -217,7 +218,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       beforeEarlyCommits = Some(database.db.getSnapshot)
     }
     val version = tx.base.version + 1
-    writeChanges(tx.changes, Long.MaxValue, RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs))(
+    val format = if (options.formatVersion == 1) RowFormat.Plain else RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs)
+    writeChanges(tx.changes, Long.MaxValue, format)(
       _.put(database.commit, inFlightKey, versionBytes(version)))
     inFlightVersion = Some(version)
     tx.afterEarlyCommit()
@@ -399,10 +401,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   private def readCommitPoint(bytes: Array[Byte]): CommitPoint = {
     val point =
       try CommitPoint.fromBytes(bytes)
-      catch {
-        case e: LocalStateException => throw e
-        case e: Exception => throw EngineErrors.unreadableCommitPoint(dir, e)
-      }
+      catch { case e: Exception => throw EngineErrors.unreadableCommitPoint(dir, e) }
     if (!CommitPoint.readableFormatVersions.contains(point.formatVersion)) {
       throw EngineErrors.newerStorageFormat(dir, point.formatVersion, point.writtenBy, CommitPoint.readableFormatVersions)
     }

@@ -16,7 +16,7 @@ object WriteStamp {
 }
 
 /**
- * Opt-in state TTL for one transaction: a row whose last write is `ttlMs` or more older than the
+ * Opt-in state TTL for one transaction: a row whose last write is `ttlMs` or more before the
  * batch's timestamp is gone (docs/ARCHITECTURE.md, "Timestamped state and TTL"). Rows outside
  * `applies` never expire (the adapter keeps its column-family registry there).
  */

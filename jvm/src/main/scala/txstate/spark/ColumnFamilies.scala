@@ -34,6 +34,9 @@ object ColumnFamilies {
 
   def familyRange(id: Int): KeyRange = KeyRange.prefix(prefix(id))
 
+  /** True for the registry's own rows: state TTL never expires them. */
+  def isRegistryKey(key: Array[Byte]): Boolean = key.length >= 2 && (key(0) & 0xff) == 0xff && (key(1) & 0xff) == 0xff
+
   private def registryKey(name: String): Array[Byte] = withPrefix(registryId, name.getBytes(UTF_8))
 
   /** The family ids a batch sees (registry rows included in its uncommitted writes). */

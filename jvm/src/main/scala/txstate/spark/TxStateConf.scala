@@ -15,8 +15,10 @@ import txstate.store.{StoreOptions, UncommittedLimits}
  * @param localDir            a stable root for local databases, reused after restarts
  * @param store               what the store layer needs (engine tuning, file naming, snapshots, limits)
  * @param minVersionsToRetain versions cleanup keeps loadable (Spark's minBatchesToRetain)
+ * @param ttl                 opt-in state TTL, for all operators or per operator
  */
-final case class TxStateConf(localDir: Option[String], store: StoreOptions, minVersionsToRetain: Int)
+final case class TxStateConf(localDir: Option[String], store: StoreOptions, minVersionsToRetain: Int,
+    ttl: StateTtl = StateTtl.off)
 
 object TxStateConf {
   val prefix = "spark.sql.streaming.stateStore.txstate."
@@ -33,11 +35,14 @@ object TxStateConf {
       "(default: spark.sql.streaming.stateStore.minDeltasForSnapshot)"),
     "blockCacheSizeMB" -> "RocksDB block cache per store instance, in MiB (default 8)",
     "writeBufferSizeMB" -> "RocksDB memtable size per store instance, in MiB (default 64)",
-    "maxWriteBufferNumber" -> "RocksDB memtables per store instance before writes wait for a flush (default 2)")
+    "maxWriteBufferNumber" -> "RocksDB memtables per store instance before writes wait for a flush (default 2)",
+    StateTtl.key -> ("state TTL of every stateful operator, e.g. 30m or 7d: a row not written for that long, measured " +
+      "against the batch's timestamp, is gone (default off)"),
+    (StateTtl.operatorKeyPrefix + "<id>") -> "state TTL of one operator (its id under the checkpoint's state/), or off")
 
   def from(conf: StateStoreConf): TxStateConf = {
     val ours = conf.sqlConfs.collect { case (k, v) if k.startsWith(prefix) => k.stripPrefix(prefix) -> v.trim }
-    val unknown = ours.keySet -- settings.keySet
+    val unknown = ours.keySet.filterNot(StateTtl.isTtlKey) -- settings.keySet
     if (unknown.nonEmpty) {
       throw TxStateErrors.badSetting(unknown.toSeq.sorted.map(prefix + _).mkString(", "),
         s"is not a txstate setting. Known settings: ${settings.keys.toSeq.sorted.map(prefix + _).mkString(", ")}")
@@ -55,7 +60,8 @@ object TxStateConf {
         limits = UncommittedLimits(
           maxRecords = limit(ours, "maxUncommittedRecords", None, sized = false),
           maxBytes = limit(ours, "maxUncommittedBytes", Some(64L << 20), sized = true))),
-      minVersionsToRetain = math.max(conf.minVersionsToRetain, 1))
+      minVersionsToRetain = math.max(conf.minVersionsToRetain, 1),
+      ttl = StateTtl.from(ours, prefix))
   }
 
   /** A positive limit, -1 for none; with `sized`, a byte size with an optional k/m/g suffix. */

@@ -9,6 +9,16 @@ object TxStateErrors {
   def badSetting(key: String, problem: String): IllegalArgumentException =
     new IllegalArgumentException(s"[TXSTATE_INVALID_SETTING] $key $problem.")
 
+  def batchTimeUnreadable(file: org.apache.hadoop.fs.Path, why: String, cause: Throwable): IllegalStateException =
+    new IllegalStateException(s"[TXSTATE_BATCH_TIME_UNREADABLE] cannot read the batch timestamp from the offset log " +
+      s"entry $file: $why. Stamped state and TTL measure time by it; the checkpoint's offset log is damaged or not " +
+      "Spark's.", cause)
+
+  def ttlOnJoin(store: StateStoreId, operatorKey: String): UnsupportedOperationException =
+    new UnsupportedOperationException(s"[TXSTATE_TTL_UNSUPPORTED] state TTL cannot apply to the stream-stream join " +
+      s"store $store: a join keeps each side in several stores that must stay consistent, and expiring their rows " +
+      s"one by one would break them. Bound a join's state with watermarks, and set $operatorKey=off for this operator.")
+
   def unsupported(operation: String, store: StateStoreId, why: String): UnsupportedOperationException =
     new UnsupportedOperationException(s"[TXSTATE_UNSUPPORTED_OPERATION] $operation on state store $store: $why")
 

@@ -37,11 +37,18 @@ object TxStateMetrics {
   val snapshotLagVersions = StateStoreCustomSumMetric("txstateSnapshotLagVersions",
     "txstate: versions committed since the newest uploaded snapshot (summed over stores)")
 
+  val expiredEntries = StateStoreCustomSumMetric("txstateExpiredEntries",
+    "txstate: rows state TTL expired in the batch")
+  // A timing metric, so the SQL UI shows its maximum over partitions (the progress's value is their sum).
+  val oldestEntryAgeMs = StateStoreCustomTimingMetric("txstateOldestEntryAgeMs",
+    "txstate: with state TTL on, age of the oldest row against the batch's timestamp (ms)")
+
   // Named as Spark's contract names it (its HDFS provider reports the same metric; SPARK-54063).
   val forceSnapshotCount = StateStoreCustomSumMetric("forceSnapshotCount",
     "commits that staged a snapshot because Spark forced one (forceSnapshotOnCommit)")
 
   val all: Seq[StateStoreCustomMetric] = Seq(commitLatencyMs, changelogBytes, loadLatencyMs, changelogsReplayed,
     rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes, earlyCommits, earlyCommitEntries,
-    earlyCommitBytes, snapshotUploadedBytes, snapshotReusedBytes, snapshotLagVersions, forceSnapshotCount)
+    earlyCommitBytes, snapshotUploadedBytes, snapshotReusedBytes, snapshotLagVersions, forceSnapshotCount,
+    expiredEntries, oldestEntryAgeMs)
 }

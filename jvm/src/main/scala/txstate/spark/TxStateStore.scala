@@ -219,7 +219,9 @@ private[spark] final class TxStateStore(
       TxStateMetrics.snapshotUploadedBytes -> stats.snapshotActivity.uploadedBytes,
       TxStateMetrics.snapshotReusedBytes -> stats.snapshotActivity.reusedBytes,
       TxStateMetrics.snapshotLagVersions -> stats.snapshotLagVersions,
-      TxStateMetrics.forceSnapshotCount -> (if (forceSnapshot && stats.commit.isDefined) 1L else 0L))
+      TxStateMetrics.forceSnapshotCount -> (if (forceSnapshot && stats.commit.isDefined) 1L else 0L),
+      TxStateMetrics.expiredEntries -> stats.expiredEntries,
+      TxStateMetrics.oldestEntryAgeMs -> stats.oldestWriteMs.fold(0L)(oldest => math.max(tx.stamp.timeMs - oldest, 0L)))
     // The newest uploaded snapshot once this batch committed (none uploaded yet: not reported).
     val lastSnapshot = stats.commit.map(_.point.version - stats.snapshotLagVersions).filter(_ > 0)
     InstanceMetrics.withSnapshotVersion(

@@ -5,14 +5,15 @@ import java.util.concurrent.{Semaphore, TimeUnit}
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
-import txstate.engine.{ChangeRecord, CommittedView}
-import txstate.store.{LoadRequest, StoreInstance}
+import txstate.engine.{ChangeRecord, CommittedView, TimeToLive, WriteStamp}
+import txstate.store.{BatchClock, LoadRequest, StoreInstance}
 
 /**
  * Spark's entry point: `spark.sql.streaming.stateStore.providerClass=txstate.spark.TxStateStoreProvider`.
@@ -187,7 +188,7 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
     acquire()
     try {
       val batch =
-        try instance.openBatch(request)
+        try instance.openBatch(request, clockOf(request))
         catch { case NonFatal(e) => throw TxStateErrors.cannotLoad(request.version, e) }
       hold(new TxStateStore(storeId, batch, codecs, conf.store.idsInFileNames, readOnly, forceSnapshot, batchEvents))
     } catch {
@@ -195,6 +196,31 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
         releaseHold()
         throw e
     }
+  }
+
+  /**
+   * What the batch's writes are stamped with, and its TTL. In a streaming query's task (Spark sets
+   * the batch id as a local property) the time is the batch's timestamp from the offset log, and
+   * TTL applies; elsewhere (the state data source, migrations, Spark's own suites) the time is
+   * unknown and nothing expires: those read or copy versions that are already committed.
+   */
+  private def clockOf(request: LoadRequest): BatchClock = {
+    val streamingBatch = Option(TaskContext.get()).flatMap(t => Option(t.getLocalProperty(streamingBatchIdProperty)))
+      .flatMap(_.toLongOption)
+    (request, streamingBatch) match {
+      case (_: LoadRequest.FromSnapshot, _) => BatchClock.untimed
+      case (_, Some(batch)) =>
+        val time = BatchTimes.of(new Path(storeId.checkpointRootLocation), batch, hadoopConf)
+        BatchClock(WriteStamp(batch, time), conf.ttl.forOperator(storeId.operatorId).map(timeToLive))
+      case (_, None) => BatchClock(WriteStamp(request.version, -1L), None)
+    }
+  }
+
+  private def timeToLive(ttlMs: Long): TimeToLive = {
+    if (storeId.storeName != StateStoreId.DEFAULT_STORE_NAME) {
+      throw TxStateErrors.ttlOnJoin(storeId, TxStateConf.prefix + StateTtl.operatorKeyPrefix + storeId.operatorId)
+    }
+    TimeToLive(ttlMs, key => !ColumnFamilies.isRegistryKey(key))
   }
 
   private val batchEvents = new TxStateStore.Events {
@@ -270,5 +296,7 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
     }
 
   private def storedFileGraceMs: Long = 10L * 60 * 1000
+  // Spark sets it on every task of a streaming query's micro-batch (all supported lines).
+  private def streamingBatchIdProperty: String = "streaming.sql.batchId"
   private def acquireWaitMs: Long = 60000L
 }

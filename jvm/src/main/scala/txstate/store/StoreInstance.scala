@@ -160,7 +160,7 @@ final class StoreInstance private (
 
   /** The commit point `tx` makes as `checkpointId`: this build's storage format, the batch's stamp and TTL index. */
   private def pointOf(tx: Transaction, checkpointId: String): CommitPoint =
-    CommitPoint(tx.base.version + 1, Some(checkpointId), CommitPoint.currentFormatVersion, System.currentTimeMillis(),
+    CommitPoint(tx.base.version + 1, Some(checkpointId), options.engine.formatVersion, System.currentTimeMillis(),
       tx.numKeys, tx.stamp, tx.timeIndexSinceMs)
 
   /**

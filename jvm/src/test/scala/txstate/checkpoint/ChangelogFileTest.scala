@@ -160,7 +160,7 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
       val path = writeDamaged(cp)(bytes => resealed { bytes(7) = 9; bytes })
       for (read <- Seq(() => cp.readChangelogHeader(7, None), () => cp.readChangelog(7, None))) {
         val e = intercept[NewerFormatException](read())
-        assert(e.path == path && e.found == 9 && e.readable == Seq(1, 2), e.getMessage)
+        assert(e.path == path && e.found == 9 && e.readable == Seq(1, 2, 3), e.getMessage)
         assert(e.getMessage.contains(path.toString) && e.getMessage.contains("reads changelog format 9"), e.getMessage)
       }
     } finally cp.close()
@@ -204,8 +204,10 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
   }
 
   /** Where the codec byte of a format-2 changelog with `header` sits: after the frame and header fields. */
+  // Format 3's header: format 2's, then storage format, stamp (batch, time), TTL index start and the writer.
   private def codecOffset(h: ChangelogHeader): Int =
-    4 + 4 + 8 + (2 + h.checkpointId.length) + 1 + h.baseCheckpointId.fold(0)(2 + _.length) + 8 + 8 + 4
+    4 + 4 + 8 + (2 + h.checkpointId.length) + 1 + h.baseCheckpointId.fold(0)(2 + _.length) + 8 + 8 + 4 +
+      4 + 8 + 8 + 8 + (2 + h.writtenBy.length)
 
   /** Recomputes the frame's trailing CRC32C after a deliberate edit, so only the edit is wrong. */
   private def resealed(bytes: Array[Byte]): Array[Byte] = {
@@ -231,13 +233,15 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
         ChangeRecord.Put(b("big"), Array.tabulate(5000)(_.toByte)),
         ChangeRecord.Delete(b("gone")))
       val log = cp.readChangelog(7, Some("id-7"))
-      assert(log.header == header.copy(segments = 0))
+      // Storage format 1, written by 0.1.0, no stamp: what a header before changelog format 3 means.
+      val asWritten = header.copy(segments = 0, storageFormat = 1, writtenBy = "0.1.0")
+      assert(log.header == asWritten)
       assert(log.records.map(describe).toVector == expected.map(describe))
-      assert(cp.readChangelogHeader(7, Some("id-7")) == header.copy(segments = 0))
+      assert(cp.readChangelogHeader(7, Some("id-7")) == asWritten)
     } finally cp.close()
   }
 
-  test("records are stored LZ4-encoded (format 2, codec named after the header): a batch of rows shrinks") {
+  test("records are stored LZ4-encoded (since format 2, codec named after the header): a batch of rows shrinks") {
     val cp = newCheckpoint()
     try {
       // Rows shaped like a streaming aggregation's: UnsafeRow-like keys and values, mostly zeros.
@@ -251,7 +255,7 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
       val raw = rows.map(r => 1 + 4 + r.key.length + 4 + r.value.length).sum
       val written = cp.writeChangelog(header, None, rows.iterator)
       val bytes = Files.readAllBytes(localFile(cp.changelogPath(7, None)).toPath)
-      assert(bytes(7) == 2, "format 2")
+      assert(bytes(7) == 3, "format 3")
       assert(bytes(codecOffset(header)) == ChangelogCodec.Lz4.id)
       assert(written < raw / 3, s"$written bytes written for $raw bytes of records")
       assert(cp.readChangelog(7, None).records.map(describe).toVector == rows.map(describe))

@@ -1,8 +1,9 @@
 package txstate.engine
 
+import scala.jdk.CollectionConverters._
 import scala.util.Using
 
-import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, ColumnFamilyOptions, DBOptions, FlushOptions, RocksDB}
+import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, ColumnFamilyOptions, DBOptions, FlushOptions, Options, RocksDB}
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
@@ -203,15 +204,15 @@ final class TxEngineTest extends AnyFunSuite with TempDirectories {
     Using.Manager { use =>
       val cfOptions = use(new ColumnFamilyOptions())
       val dbOptions = use(new DBOptions())
-      val descriptors = java.util.List.of(
-        new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cfOptions),
-        new ColumnFamilyDescriptor(b("data"), cfOptions),
-        new ColumnFamilyDescriptor(b("commit"), cfOptions))
+      val families = Using.resource(new Options())(o => RocksDB.listColumnFamilies(o, dir.getAbsolutePath))
+      val descriptors = new java.util.ArrayList[ColumnFamilyDescriptor]()
+      families.forEach(name => descriptors.add(new ColumnFamilyDescriptor(name, cfOptions)))
       val handles = new java.util.ArrayList[ColumnFamilyHandle]()
       val db = use(RocksDB.open(dbOptions, dir.getAbsolutePath, descriptors, handles))
       handles.forEach(h => use(h))
-      db.put(handles.get(2), b("committed"), java.nio.ByteBuffer.allocate(4).putInt(99).array())
-      Using.resource(new FlushOptions().setWaitForFlush(true))(fo => db.flush(fo, handles.get(2)))
+      val commit = handles.get(families.asScala.indexWhere(n => new String(n, "UTF-8") == "commit"))
+      db.put(commit, b("committed"), java.nio.ByteBuffer.allocate(4).putInt(99).array())
+      Using.resource(new FlushOptions().setWaitForFlush(true))(fo => db.flush(fo, commit))
     }.get
 
     val e = intercept[LocalStateException](TxEngine.open(dir))

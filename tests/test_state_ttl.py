@@ -1,0 +1,191 @@
+"""State TTL (`spark.sql.streaming.stateStore.txstate.ttl`) on real Spark queries.
+
+Every batch's output, its state row count and its `txstateExpiredEntries` metric are checked
+against a reference model that the test runs over the same input, with each batch's time taken
+from the checkpoint's offset log (`batchTimestampMs`, the time TTL measures against). Semantics
+as Flink's state TTL: a key not written for the TTL or longer, at the batch's time, is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import pytest
+
+from streaming_harness import (
+    PROVIDER_CLASS_CONF,
+    TXSTATE_PROVIDER,
+    BatchCollector,
+    InputFiles,
+    RunOutput,
+    custom_metric,
+    read_sources,
+    session_conf,
+)
+
+TTL_CONF = "spark.sql.streaming.stateStore.txstate.ttl"
+TTL_MS = 3000
+BATCHES = 40
+# Batches come about this far apart (plus their own run time), so keys outlive the TTL after a few.
+PAUSE_S = 0.25
+
+
+def rotating_keys(batch: int) -> list[str]:
+    """A window of keys sliding by four per batch (half of them new), plus two hot keys every fifth batch.
+
+    Without TTL the state grows by four keys a batch; with it, keys leave once unwritten for the
+    TTL, and the hot keys come back after expiring (so deduplication emits them again)."""
+    keys = [f"k{batch * 4 + i:04d}" for i in range(8)]
+    if batch % 5 == 0:
+        keys += ["hot0", "hot1"]
+    return keys + keys[:2]  # duplicates inside the batch too
+
+
+@dataclass
+class Run:
+    output: RunOutput
+    batch_times: dict[int, int]
+    progress: dict[int, dict] = field(default_factory=dict)
+
+    def state_rows(self, batch: int) -> int:
+        return sum(int(op["numRowsTotal"]) for op in self.progress[batch]["stateOperators"])
+
+
+def offset_log_times(checkpoint: Path) -> dict[int, int]:
+    """Each batch's batchTimestampMs, as Spark recorded it in the offset log."""
+    times = {}
+    for entry in (checkpoint / "offsets").iterdir():
+        if entry.name.isdigit():
+            metadata = entry.read_text().split("\n")[1]
+            times[int(entry.name)] = int(json.loads(metadata)["batchTimestampMs"])
+    return times
+
+
+def run_stream(
+    spark, work: Path, build: Callable[[Any], Any], output_mode: str, ttl: str | None, batches: int
+) -> Run:
+    """Run the query on txstate, one input file per micro-batch, pausing between batches."""
+    inputs = InputFiles(work / "input", ["events"])
+    checkpoint = work / "checkpoint"
+    output = RunOutput(provider=TXSTATE_PROVIDER)
+    conf = {PROVIDER_CLASS_CONF: TXSTATE_PROVIDER, TTL_CONF: ttl}
+    with session_conf(spark, conf):
+        source = read_sources(spark, inputs, {"events": "k string"})["events"]
+        query = (
+            build(source).writeStream.outputMode(output_mode)
+            .option("checkpointLocation", str(checkpoint))
+            .foreachBatch(BatchCollector(output))
+            .start()
+        )
+    # Cleanup keeps only the last few offset-log entries: read each batch's time right after it ran.
+    batch_times: dict[int, int] = {}
+    try:
+        for index in range(batches):
+            inputs.write_batch(index, {"events": [{"k": k} for k in rotating_keys(index)]})
+            query.processAllAvailable()
+            batch_times.update(offset_log_times(checkpoint))
+            time.sleep(PAUSE_S)
+        progress = {p["batchId"]: p for p in query.recentProgress if p["numInputRows"] > 0}
+    finally:
+        query.stop()
+    assert sorted(output.batches) == list(range(batches)), sorted(output.batches)
+    assert sorted(batch_times) == list(range(batches)), sorted(batch_times)
+    return Run(output, batch_times, progress)
+
+
+def expire(state: dict[str, Any], written_ms: Callable[[Any], int], now: int, ttl_ms: int | None) -> int:
+    """Drops the keys not written for `ttl_ms` or longer at `now`; returns how many."""
+    if ttl_ms is None:
+        return 0
+    gone = [k for k, v in state.items() if now - written_ms(v) >= ttl_ms]
+    for k in gone:
+        del state[k]
+    return len(gone)
+
+
+@dataclass
+class ModelBatch:
+    rows: list[tuple]
+    state_rows: int
+    expired: int
+
+
+def dedup_model(batch_times: Mapping[int, int], ttl_ms: int | None) -> dict[int, ModelBatch]:
+    """dropDuplicates(["k"]): a key is emitted when absent from state; its state row is written then only."""
+    state: dict[str, int] = {}
+    model = {}
+    for batch in sorted(batch_times):
+        now = batch_times[batch]
+        expired = expire(state, lambda written: written, now, ttl_ms)
+        new = sorted(set(k for k in rotating_keys(batch) if k not in state))
+        for k in new:
+            state[k] = now
+        model[batch] = ModelBatch([(k,) for k in new], len(state), expired)
+    return model
+
+
+def count_model(batch_times: Mapping[int, int], ttl_ms: int | None) -> dict[int, ModelBatch]:
+    """groupBy("k").count() in update mode: every key of the batch is written, its count restarting after expiry."""
+    state: dict[str, tuple[int, int]] = {}
+    model = {}
+    for batch in sorted(batch_times):
+        now = batch_times[batch]
+        expired = expire(state, lambda entry: entry[1], now, ttl_ms)
+        keys = rotating_keys(batch)
+        for k in sorted(set(keys)):
+            state[k] = (state.get(k, (0, 0))[0] + keys.count(k), now)
+        model[batch] = ModelBatch(sorted((k, state[k][0]) for k in set(keys)), len(state), expired)
+    return model
+
+
+def assert_matches_model(run: Run, model: Mapping[int, ModelBatch]) -> None:
+    for batch, expected in sorted(model.items()):
+        assert run.output.batches[batch] == expected.rows, f"batch {batch}: output differs from the model"
+        assert run.state_rows(batch) == expected.state_rows, f"batch {batch}: state rows differ from the model"
+        assert custom_metric(run.progress[batch], "txstateExpiredEntries") == expected.expired, (
+            f"batch {batch}: txstateExpiredEntries differs from the model"
+        )
+
+
+def test_deduplication_with_ttl_keeps_state_bounded_and_matches_the_model(spark, tmp_path: Path) -> None:
+    dedup = lambda df: df.dropDuplicates(["k"])  # noqa: E731
+    with_ttl = run_stream(spark, tmp_path / "ttl", dedup, "append", f"{TTL_MS}ms", BATCHES)
+    without = run_stream(spark, tmp_path / "plain", dedup, "append", None, BATCHES)
+
+    model = dedup_model(with_ttl.batch_times, TTL_MS)
+    # The data must exercise TTL: keys expire, and a hot key is emitted again after expiring.
+    assert sum(b.expired for b in model.values()) > 0
+    assert sum(1 for b in model.values() if ("hot0",) in b.rows) > 1
+    assert_matches_model(with_ttl, model)
+    assert_matches_model(without, dedup_model(without.batch_times, None))
+
+    last = BATCHES - 1
+    # Without TTL the state holds every key ever seen; with it, about the keys of the last TTL.
+    assert without.state_rows(last) == len({k for b in range(BATCHES) for k in rotating_keys(b)})
+    assert with_ttl.state_rows(last) < without.state_rows(last) / 3
+    assert max(with_ttl.state_rows(b) for b in range(BATCHES // 2, BATCHES)) <= with_ttl.state_rows(last) * 2
+
+
+def test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says(spark, tmp_path: Path) -> None:
+    counts = lambda df: df.groupBy("k").count()  # noqa: E731
+    run = run_stream(spark, tmp_path, counts, "update", "3s", BATCHES // 2)
+    model = count_model(run.batch_times, TTL_MS)
+    assert sum(b.expired for b in model.values()) > 0
+    assert_matches_model(run, model)
+    oldest = [custom_metric(run.progress[b], "txstateOldestEntryAgeMs") for b in range(1, BATCHES // 2)]
+    assert any(age > 0 for age in oldest)
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [("3 parsecs", "must be a positive duration"), ("-5s", "must be a positive duration")],
+)
+def test_a_bad_ttl_is_refused_naming_the_setting(spark, tmp_path: Path, value: str, problem: str) -> None:
+    with pytest.raises(Exception) as failure:
+        run_stream(spark, tmp_path, lambda df: df.dropDuplicates(["k"]), "append", value, 1)
+    text = str(failure.value)
+    assert TTL_CONF in text and problem in text, text
