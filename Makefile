@@ -109,10 +109,12 @@ test-migration-full: $(JARS_BUILT) $(WHEEL)
 	TXSTATE_MIGRATION_FULL=1 $(VPY) -m pytest tests/test_migration.py -k emits_what_the_unmigrated
 
 # Each older line in its own venv (its pyspark from PyPI): packaging, every operator against Spark's
-# HDFS provider across a restart, an executor killed mid-batch, the txstate data source, and a
-# follower (which also reads through the data source).
+# HDFS provider across a restart, an executor killed mid-batch, the txstate data source, a
+# follower (which also reads through the data source), and state TTL on an aggregation (whose
+# read-then-write stores differ by line).
 LINE_TESTS := tests/test_packaging.py tests/test_operator_equivalence.py tests/test_executor_failure.py \
-  tests/test_state_source.py tests/test_followers.py::test_a_follower_changes_nothing_under_the_checkpoint
+  tests/test_state_source.py tests/test_followers.py::test_a_follower_changes_nothing_under_the_checkpoint \
+  tests/test_state_ttl.py::test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says
 test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
 	set -e; for line in $(OLDER_LINES); do \
 	  py=$(CURDIR)/$(VENV)-$$line/bin/python; \

@@ -570,7 +570,10 @@ def session_from_installed_wheel(installed_wheel: Dict[str, str]) -> Dict[str, A
             "provider_class": loads("%(provider)s"),
         }
         if out["provider_class"] == "ok":
-            out["jvm_settings"] = sorted(jvm.txstate.spark.TxStateConf.settings().keys().mkString("\\n").split("\\n"))
+            # Keys with a placeholder (ttl.operator.<id>) are set per operator as Spark confs, not as options.
+            out["jvm_settings"] = sorted(
+                k for k in jvm.txstate.spark.TxStateConf.settings().keys().mkString("\\n").split("\\n") if "<" not in k
+            )
         # The same jar at another path: spark.jars does not name it, only the class check can accept it.
         os.environ["TXSTATE_SPARK_JAR"] = sys.argv[2]
         try:

@@ -3,4 +3,4 @@
 ``make wheel`` refuses to build when the two differ, and ``tests/test_packaging.py`` checks it too.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

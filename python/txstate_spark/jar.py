@@ -20,7 +20,7 @@ _JAR_NAME = re.compile(r"^txstate-spark-(\d+\.\d+)_2\.13-(.+)\.jar$")
 
 
 def jar_file_name(line: str) -> str:
-    """The file name of the jar for a Spark line, e.g. ``txstate-spark-4.1_2.13-0.1.0.jar``."""
+    """The file name of the jar for a Spark line, e.g. ``txstate-spark-4.1_2.13-0.2.0.jar``."""
     return f"txstate-spark-{line}_2.13-{__version__}.jar"
 
 

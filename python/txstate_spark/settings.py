@@ -8,7 +8,8 @@ from txstate_spark.constants import PROVIDER_CLASS, PROVIDER_CLASS_KEY, SETTINGS
 from txstate_spark.errors import TxStateConfigurationError
 
 #: Every setting the JVM side defines (``TxStateConf.settings`` in the jar, which rejects any other
-#: key under the prefix). tests/test_packaging.py compares this list with the jar's.
+#: key under the prefix). tests/test_packaging.py compares this list with the jar's. The one
+#: setting per operator, ``ttl.operator.<id>``, is no option name: set it as a Spark conf.
 KNOWN_SETTINGS: Tuple[str, ...] = (
     "localDir",
     "snapshotInterval",
@@ -17,6 +18,7 @@ KNOWN_SETTINGS: Tuple[str, ...] = (
     "blockCacheSizeMB",
     "writeBufferSizeMB",
     "maxWriteBufferNumber",
+    "ttl",
 )
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*")

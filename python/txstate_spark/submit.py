@@ -9,7 +9,7 @@ from txstate_spark.settings import spark_settings
 def submit_args(spark: Optional[str] = None, **options: object) -> List[str]:
     """Return ``spark-submit`` flags that load the jar and select the txstate provider.
 
-    Example: ``["--jars", "/…/txstate-spark-4.1_2.13-0.1.0.jar", "--conf",
+    Example: ``["--jars", "/…/txstate-spark-4.1_2.13-0.2.0.jar", "--conf",
     "spark.sql.streaming.stateStore.providerClass=txstate.spark.TxStateStoreProvider", ...]``.
     ``spark`` picks the jar's Spark line (see :func:`txstate_spark.jar_path`). Keyword options
     are txstate settings, named as in :func:`txstate_spark.configure`.

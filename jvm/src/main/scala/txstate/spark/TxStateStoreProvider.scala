@@ -202,7 +202,7 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
    * What the batch's writes are stamped with, and its TTL. In a streaming query's task (Spark sets
    * the batch id as a local property) the time is the batch's timestamp from the offset log, and
    * TTL applies; elsewhere (the state data source, migrations, Spark's own suites) the time is
-   * unknown and nothing expires: those read or copy versions that are already committed.
+   * unknown (batch and time) and nothing expires: those read or copy versions already committed.
    */
   private def clockOf(request: LoadRequest): BatchClock = {
     val streamingBatch = Option(TaskContext.get()).flatMap(t => Option(t.getLocalProperty(streamingBatchIdProperty)))
@@ -212,7 +212,8 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
       case (_, Some(batch)) =>
         val time = BatchTimes.of(new Path(storeId.checkpointRootLocation), batch, hadoopConf)
         BatchClock(WriteStamp(batch, time), conf.ttl.forOperator(storeId.operatorId).map(timeToLive))
-      case (_, None) => BatchClock(WriteStamp(request.version, -1L), None)
+      // A migration copying rows, or a batch job: no batch of the query wrote them, so their age stays unknown.
+      case (_, None) => BatchClock.untimed
     }
   }
 
