@@ -14,8 +14,9 @@ says were written at or after it.
   `python -m txstate_spark serve` answer the same.
 * Malformed `changedSince` filters are caller errors naming the field.
 * After the query stops: the same answers from the checkpoint files.
-* A store migrated from Spark's HDFS provider: its rows' last writes are not known and are
-  reported as None, never made up; rows written after the migration carry their batch.
+* A store migrated from Spark's HDFS provider, and the 0.1.0 fixture's store (storage format 1): their
+  rows' last writes are not known and are reported as None, never made up, and no changed-since
+  filter returns them; rows written after the migration carry their batch.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -429,33 +431,36 @@ def migrated(spark, tmp_path_factory):
     return times, migrated_rows, after_rows
 
 
-def test_migrated_rows_have_no_known_write_time_and_rows_written_after_carry_their_batch(migrated):
+def test_migrated_rows_have_no_known_last_write_and_rows_written_after_carry_their_batch(migrated):
     times, migrated_rows, after_rows = migrated
     counts = Model.of(range(2), times).counts
-    assert sorted(key_of(r) for r in migrated_rows["all"]) == sorted(ALL_KEYS)
-    for row in migrated_rows["all"]:
-        assert row.value[0] == counts[key_of(row)] and row.last_written_ms is None, row
-    assert migrated_rows["since 0 ms"] == [], "rows whose write time is not known are not changed since any time"
-    # Batch 2 ran on txstate: its keys carry batch 2 and its time; the rest still have no known time.
+    before = Model(counts, {k: None for k in ALL_KEYS}, times)
+    check_rows(migrated_rows["all"], before, set(ALL_KEYS), "migrated rows")
+    assert migrated_rows["since batch 0"] == [], "rows whose last write is not known are not changed since any batch"
+    assert migrated_rows["since 0 ms"] == [], "rows whose last write is not known are not changed since any time"
+    # Batch 2 ran on txstate: its keys carry batch 2 and its time; the others are still not known.
     after = Model.of(range(3), times)
     written = set(keys_of_batch(2))
-    for row in after_rows["all"]:
-        key = key_of(row)
-        assert row.value[0] == after.counts[key], row
-        if key in written:
-            assert (row.last_written_batch, row.last_written_ms) == (2, times[2]), row
-        else:
-            assert row.last_written_ms is None, row
-    after.last_batch = {k: 2 for k in written}
+    after.last_batch = {k: (2 if k in written else None) for k in ALL_KEYS}
+    check_rows(after_rows["all"], after, set(ALL_KEYS), "after the migration")
     check_rows(after_rows["since 2"], after, written, "after the migration, changed since batch 2")
     check_rows(after_rows["since its time"], after, written, "after the migration, changed since batch 2's time")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the adapter (TxStateStoreProvider.clockOf) stamps writes made outside a streaming task, as the "
-    "migration's are, with WriteStamp(request.version, -1): migrated rows then claim the batch id of the "
-    "migration's load version as their last write, which is not known (brief: migrated rows are unknown)"))
-def test_migrated_rows_have_no_known_last_write_batch(migrated):
-    _, migrated_rows, _ = migrated
-    assert [(key_of(r), r.last_written_batch) for r in migrated_rows["all"] if r.last_written_batch is not None] == []
-    assert migrated_rows["since batch 0"] == [], "rows whose last write is not known are not changed since any batch"
+def test_rows_written_by_release_0_1_0_have_no_known_last_write(spark, tmp_path):
+    """The 0.1.0 fixture's aggregation (storage format 1: no stamps), read from a copy of its checkpoint."""
+    from test_format_upgrade import FIXTURE, expected_state, fixture_inputs
+
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(FIXTURE / "agg" / "checkpoint", checkpoint)
+    store = StateQueryRequest.in_store(checkpoint).allow_checkpoint_reads()
+    last = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    rows = all_rows(store.with_query(TimestampedScanQuery.all().with_limit(4)), spark, "0.1.0 store", last)
+    assert sorted(((r.key[0],), tuple(r.value)) for r in rows) == expected_state("agg", fixture_inputs("agg"))
+    assert {(r.last_written_batch, r.last_written_ms) for r in rows} == {(None, None)}
+    for since in ({"batch": 0}, {"ms": 0}):
+        filtered = store.with_query(TimestampedScanQuery.all().with_changed_since(**since))
+        assert all_rows(filtered, spark, "0.1.0 store", last) == [], f"0.1.0 rows changed since {since}"
+    key = rows[0].key[0]
+    answer = store.with_query(TimestampedKeyQuery.with_key(key)).execute(spark).only_partition_result().result
+    assert (answer.last_written_batch, answer.last_written_ms) == (None, None)
