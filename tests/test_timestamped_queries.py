@@ -37,6 +37,7 @@ import txstate_spark
 from streaming_harness import HDFS_PROVIDER, PROVIDER_CLASS_CONF, TXSTATE_PROVIDER, InputFiles, read_sources, session_conf
 from test_interactive_queries import wait_until
 from test_serving import servers  # noqa: F401  (a fixture)
+from test_state_ttl import offset_log_times
 from txstate_spark import migrate
 from txstate_spark.query import (
     FailureReason,
@@ -111,16 +112,6 @@ class Model:
     def time_filters(self) -> list[int]:
         """Each batch's time, a millisecond after it, and 0 (every key of known age)."""
         return sorted({0, *self.batch_ms.values(), *(t + 1 for t in self.batch_ms.values())})
-
-
-def offset_log_times(checkpoint: Path) -> dict[int, int]:
-    """Each batch's batchTimestampMs, as Spark recorded it in the offset log."""
-    times = {}
-    for entry in (checkpoint / "offsets").iterdir():
-        if entry.name.isdigit():
-            metadata = entry.read_text().split("\n")[1]
-            times[int(entry.name)] = int(json.loads(metadata)["batchTimestampMs"])
-    return times
 
 
 def start_counts(spark, work: Path, name: str, provider: str = TXSTATE_PROVIDER):
@@ -230,7 +221,8 @@ class TestWhileTheQueryRuns:
                    set(ALL_KEYS), "scan")
         lower, upper = (1, key_b(5)), (3, key_b(2))
         in_range = {k for k in ALL_KEYS if lower <= k <= upper}
-        for query_ in (TimestampedRangeQuery.with_range(lower, upper), TimestampedRangeQuery.with_range(lower, upper).descending()):
+        ascending = TimestampedRangeQuery.with_range(lower, upper)
+        for query_ in (ascending, ascending.descending()):
             check_rows(all_rows(store.with_query(query_.with_limit(4)), spark, "range"), model, in_range, repr(query_))
         check_rows(all_rows(store.with_query(TimestampedPrefixQuery.with_prefix({"a": 2}).with_limit(3)), spark, "prefix"),
                    model, {k for k in ALL_KEYS if k[0] == 2}, "prefix")
@@ -370,7 +362,8 @@ class TestWhileTheQueryRuns:
         values = [p["result"] for p in looked_up["partitions"] if p["result"] is not None]
         assert values == [{"value": [model.counts[key]], "lastWrittenBatch": model.stamp(key)[0],
                            "lastWrittenMs": model.stamp(key)[1]}]
-        status, _, body = server.request("POST", "/v1/query", json.dumps({"query": {"type": "scan", "changedSince": {"batch": "x"}}}))
+        bad = {"query": {"type": "scan", "changedSince": {"batch": "x"}}}
+        status, _, body = server.request("POST", "/v1/query", json.dumps(bad))
         assert status == 400 and "changedSince.batch" in body, body
 
 
