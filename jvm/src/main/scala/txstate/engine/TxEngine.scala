@@ -254,6 +254,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     restoreFrom(u.snapshot, keys, Long.MaxValue, u.indexCut.map(TimeIndex.before))(
       _.put(database.commit, committedKey, u.previous.toBytes))
     releaseUndo()
+    // An index built by an aborted batch that switched TTL on indexed the rows of the version just
+    // undone, not the restored ones: a re-run at the same batch time must build it again.
+    timeIndexBuiltSince = None
     committedPoint = u.previous
     views.publish(database, committedPoint)
     committedPoint

@@ -34,6 +34,41 @@ object EngineTestKit {
     p
   }
 
+  /**
+   * The commit point the store makes for `tx` (StoreInstance.pointOf): the transaction's stamp and
+   * TTL index start, in `formatVersion` (1 writes plain rows, as 0.1.0 did).
+   */
+  def pointOf(tx: Transaction, formatVersion: Int = CommitPoint.currentFormatVersion): CommitPoint = {
+    val version = tx.base.version + 1
+    CommitPoint(version, Some(s"id-$version"), formatVersion, 1000L + version, tx.numKeys, tx.stamp, tx.timeIndexSinceMs)
+  }
+
+  /** Commits `writes` as a batch stamped `stamp` (with `ttl`, expiring first); returns the commit point. */
+  def commitStamped(engine: TxEngine, stamp: WriteStamp, ttl: Option[TimeToLive] = None)
+      (writes: Transaction => Unit): CommitPoint = {
+    val tx = engine.begin(stamp, ttl)
+    writes(tx)
+    val p = pointOf(tx)
+    engine.commit(tx, p)
+    p
+  }
+
+  /** Rows of an iterator with their write stamps; closes the iterator. */
+  def stampedStrings(it: KeyValueIterator): Vector[(String, String, WriteStamp)] =
+    try it.map(kv => (str(kv.key), str(kv.value), kv.written)).toVector finally it.close()
+
+  /** Every committed row with its write stamp, read straight from RocksDB (the owner's reads, no view). */
+  def committedStamped(engine: TxEngine): Vector[(String, String, WriteStamp)] =
+    stampedStrings(engine.committedRange(KeyRange.all))
+
+  /**
+   * Every row of the engine's committed view, with its write stamp. The view never goes back: after
+   * a rollback it keeps showing the rolled-back version until the re-run commits.
+   */
+  def viewRows(engine: TxEngine): Vector[(String, String, WriteStamp)] =
+    engine.readCommittedView(1000)(view => stampedStrings(view.range(KeyRange.all)))
+      .getOrElse(throw new AssertionError("the engine shows no committed view"))
+
   def withEngine[A](dir: java.io.File, options: EngineOptions = EngineOptions())(f: TxEngine => A): A =
     Using.resource(TxEngine.open(dir, options))(f)
 }
