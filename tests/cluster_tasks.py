@@ -68,6 +68,37 @@ def run_job_script(script: Path, args: Sequence[str], work_dir: Path, jar: Path,
     return json.loads(result.read_text()), text
 
 
+def check_killed_before_commit(report: dict, log: str, kill_batch: int, min_segments: int) -> None:
+    """Asserts, from an executor_failure_job.py report and log, that the job ran to the end and its
+    kill came in the middle of the kill batch's state writes: the killed task's store had written
+    `min_segments` early-commit segments of the batch's version and no changelog of it, the batch
+    had not committed, the executor JVM died with the running stateful task, and the task was
+    retried: the version's changelog was written after the kill."""
+    context = f"\njob log excerpt:\n{log_excerpt(log)}"
+    kill = report["kill"]
+    assert not report["errors"], f"{report['errors']}{context}"
+    assert report["query_exception"] is None, f"{report['query_exception']}{context}"
+
+    # The kill came in the middle of the version's writes, before the store committed it.
+    assert kill is not None, f"no executor was killed{context}"
+    assert len(kill["segments_at_kill"]) >= min_segments, kill
+    assert not kill["changelogs_at_kill"], (
+        f"the killed task's store had committed version {report['version']} before the kill: {kill}")
+    assert not kill["batch_committed_at_kill"], f"batch {kill_batch} had committed before the kill: {kill}"
+    # The version's changelog was written afterwards, by the retry.
+    assert report["changelogs_after"] and all(
+        mtime > kill["killed_at"] for mtime in report["changelogs_after"].values()), (
+        f"changelogs of version {report['version']} after the query {report['changelogs_after']}, "
+        f"the kill at {kill['killed_at']}")
+
+    # The executor really died, and the running stateful task went with it.
+    assert kill["died"], f"executor {kill['executor_id']} (pid {kill['pid']}) was still alive after SIGKILL"
+    assert kill["executor_id"] not in report["executors_after"], report["executors_after"]
+    assert kill["pid"] not in report["executor_processes_after"].values(), report["executor_processes_after"]
+    assert f"ExecutorLostFailure (executor {kill['executor_id']} exited" in log, (
+        f"executor {kill['executor_id']} was killed but no running task was lost with it{context}")
+
+
 # --------------------------------------------------------------------------------------------
 # For the jobs: executors and their running stateful tasks
 

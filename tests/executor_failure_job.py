@@ -1,12 +1,14 @@
-"""A streaming aggregation on a local standalone cluster that loses an executor mid-batch, before
+"""A stateful streaming query on a local standalone cluster that loses an executor mid-batch, before
 the state store of the batch's stateful task has committed.
 
-Run by test_executor_failure.py in its own process (it needs its own SparkContext, on
-`local-cluster[2,1,1024]`: a master and two workers inside the driver JVM, each worker launching one
-executor JVM, each executor running one task at a time). The job:
-  1. runs `groupBy(k).agg(count, sum)` in update mode with the given state store provider over the
-     input directory the test wrote (one JSON file per micro-batch), and writes every batch's output
-     rows as parquet under `<work-dir>/output/batch-<id>`;
+Run by test_executor_failure.py and test_ttl_executor_failure.py in its own process (it needs its
+own SparkContext, on `local-cluster[2,1,1024]`: a master and two workers inside the driver JVM, each
+worker launching one executor JVM, each executor running one task at a time). The job:
+  1. runs one of QUERIES (`--query`; default `groupBy(k).agg(count, sum)` in update mode) with the
+     given state store provider, and state TTL when `--ttl` is given, over the input directory the
+     test wrote (one JSON file per micro-batch); writes every batch's output rows as parquet under
+     `<work-dir>/output/batch-<id>`, records every batch's `batchTimestampMs` from the offset log
+     (the time TTL measures against), and waits `--batch-pause` seconds before the next batch;
   2. runs the stores with a small `txstate.maxUncommittedBytes`, so the stateful task of the kill
      batch writes its store's uncommitted changes out in early-commit segments
      (`<ckpt>/state/0/<p>/<version>_<id>-<k>.txseg`) long before it commits (`<version>.txlog`);
@@ -20,15 +22,16 @@ executor JVM, each executor running one task at a time). The job:
      launches a replacement executor;
   4. after the query, reads the final state back through Spark's state data source with no local
      directory (a fresh provider rebuilds it from the checkpoint), as parquet under
-     `<work-dir>/state-dump`;
+     `<work-dir>/state-dump` (the query's state columns, see QUERIES);
   5. writes a JSON report: the kill (executor, pid, partition, the files at the kill, whether the
-     JVM died), the executors before and after, the changelogs of the version after the query, the
-     query's progress, and its error if any.
+     JVM died), the executors before and after, the changelogs of the version after the retry, the
+     query's progress, the batch times, and the query's error if any.
 
 The test computes the expected rows from the input and compares; this script asserts nothing
 except that it could do what it was asked (a kill that found no task to interrupt is an error).
 
 Usage: executor_failure_job.py --input DIR --work-dir DIR --result FILE [--provider CLASS]
+       [--query count_sum|dedup|count] [--ttl DURATION] [--batch-pause SECONDS]
        [--kill-batch B] [--kill-after-segments N] [--max-bytes 1m] [--timeout SECONDS]
 """
 
@@ -41,6 +44,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -57,8 +61,36 @@ from cluster_tasks import (  # noqa: E402
 
 TXSTATE = "spark.sql.streaming.stateStore.txstate."
 LOCAL_DIR_CONF = TXSTATE + "localDir"
-SCHEMA = "k long, v long"
+TTL_CONF = TXSTATE + "ttl"
 PARTITIONS = (0, 1)  # spark.sql.shuffle.partitions in streaming_harness.spark_settings
+
+
+class Query(NamedTuple):
+    """A stateful query the job can run: its input schema, output mode, the query over the input
+    stream, and the columns of its state (from the state data source) that the state dump keeps."""
+
+    schema: str
+    output_mode: str
+    build: Callable[[Any], Any]
+    state_columns: Callable[[Any], Any]
+
+
+def count_and_sum(events):
+    from pyspark.sql import functions as F
+
+    return events.groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("total"))
+
+
+QUERIES = {
+    # The value struct is the aggregation buffer (count, sum).
+    "count_sum": Query("k long, v long", "update", count_and_sum,
+                       lambda state: state.select("key.k", "value.*").toDF("k", "n", "total")),
+    # Deduplication keeps no value worth reading (a null placeholder): the keys are the state.
+    "dedup": Query("k string", "append", lambda events: events.dropDuplicates(["k"]),
+                   lambda state: state.select("key.k")),
+    "count": Query("k string", "update", lambda events: events.groupBy("k").count(),
+                   lambda state: state.select("key.k", "value.*").toDF("k", "count")),
+}
 
 
 def build_session(provider: str, max_bytes: str):
@@ -95,6 +127,10 @@ def main() -> int:
     parser.add_argument("--work-dir", required=True, type=Path)
     parser.add_argument("--result", required=True, type=Path)
     parser.add_argument("--provider", default=streaming_harness.candidate_provider())
+    parser.add_argument("--query", choices=sorted(QUERIES), default="count_sum")
+    parser.add_argument("--ttl", default=None, help="state TTL (txstate.ttl), e.g. 3s; default none")
+    parser.add_argument("--batch-pause", type=float, default=0.0,
+                        help="seconds to wait after each batch's output, so batch times spread out")
     parser.add_argument("--kill-batch", type=int, default=1)
     parser.add_argument("--kill-after-segments", type=int, default=2)
     parser.add_argument("--max-bytes", default="1m")
@@ -103,9 +139,10 @@ def main() -> int:
 
     work_dir: Path = args.work_dir
     checkpoint = work_dir / "checkpoint"
+    query_kind = QUERIES[args.query]
     version = args.kill_batch + 1  # batch b commits version b + 1
     report: dict = {"provider": args.provider, "kill": None, "errors": [], "query_exception": None,
-                    "version": version}
+                    "version": version, "batch_times": {}}
     started = time.monotonic()
     spark = build_session(args.provider, args.max_bytes)
     sc = spark.sparkContext
@@ -146,10 +183,24 @@ def main() -> int:
         except Exception as error:
             report["errors"].append(f"killer: {type(error).__name__}: {error}")
 
+    def record_retry_changelogs() -> None:
+        """The changelogs of the kill batch's version in the killed task's store, with their mtimes.
+        Read at the next batch (cleanup deletes them a few batches later), else after the query."""
+        kill = report["kill"]
+        if kill and "changelogs_after" not in report:
+            store = checkpoint / "state" / "0" / str(kill["partition"])
+            report["changelogs_after"] = {name: (store / name).stat().st_mtime
+                                          for name in store_files(kill["partition"])[1]}
+
     def write_output(df, batch_id: int) -> None:
+        if batch_id > args.kill_batch:
+            record_retry_changelogs()
+        # The batch's offset-log entry is written before it runs; cleanup drops it a few batches later.
+        report["batch_times"].update(streaming_harness.offset_log_times(checkpoint))
         killer = kill_mid_write if batch_id == args.kill_batch and report["kill"] is None else None
         with alongside(killer, 200):
             df.write.mode("overwrite").parquet(str(work_dir / "output" / f"batch-{batch_id:03d}"))
+        time.sleep(args.batch_pause)
 
     try:
         if not wait_for(lambda: len(executor_ids(sc)) >= 2, 90):
@@ -157,14 +208,14 @@ def main() -> int:
         report["executors_before"] = executor_ids(sc)
         report["executor_processes_before"] = executor_processes(app_id)
 
-        from pyspark.sql import functions as F
-
         # Set on the session, not the SparkConf, so the state read-back below can go without it.
         spark.conf.set(LOCAL_DIR_CONF, str(work_dir / "local-state"))
+        if args.ttl is not None:
+            spark.conf.set(TTL_CONF, args.ttl)
+        events = spark.readStream.schema(query_kind.schema).option("maxFilesPerTrigger", 1).json(str(args.input))
         query = (
-            spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(args.input))
-            .groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("total"))
-            .writeStream.outputMode("update")
+            query_kind.build(events)
+            .writeStream.outputMode(query_kind.output_mode)
             .option("checkpointLocation", str(checkpoint))
             .foreachBatch(write_output)
             .trigger(availableNow=True)
@@ -181,16 +232,12 @@ def main() -> int:
         wait_for(lambda: len([e for e in executor_ids(sc) if e != kill.get("executor_id")]) >= 2, 60)
         report["executors_after"] = executor_ids(sc)
         report["executor_processes_after"] = executor_processes(app_id)
-        if kill:
-            store = checkpoint / "state" / "0" / str(kill["partition"])
-            report["changelogs_after"] = {name: (store / name).stat().st_mtime
-                                          for name in store_files(kill["partition"])[1]}
+        record_retry_changelogs()
         report["recorded_provider"] = streaming_harness.recorded_provider(checkpoint)
         if report["query_exception"] is None:
             spark.conf.unset(LOCAL_DIR_CONF)
             state = spark.read.format("statestore").load(str(checkpoint))
-            # The value struct is the aggregation buffer (count, sum).
-            state.select("key.k", "value.*").toDF("k", "n", "total").write.parquet(str(work_dir / "state-dump"))
+            query_kind.state_columns(state).write.parquet(str(work_dir / "state-dump"))
     except Exception as error:
         report["errors"].append(f"{type(error).__name__}: {streaming_harness.describe_failure(error)}")
     finally:

@@ -264,6 +264,17 @@ def recorded_provider(checkpoint: Path) -> str | None:
     return None
 
 
+def offset_log_times(checkpoint: Path) -> dict[int, int]:
+    """Each batch's batchTimestampMs (the time state TTL measures against), as Spark recorded it in
+    the offset log. Cleanup keeps only the last few entries: read it right after each batch."""
+    times = {}
+    for entry in (checkpoint / "offsets").iterdir():
+        if entry.name.isdigit():
+            metadata = entry.read_text().split("\n")[1]
+            times[int(entry.name)] = int(json.loads(metadata)["batchTimestampMs"])
+    return times
+
+
 def describe_failure(error: BaseException, limit: int = 6000) -> str:
     text = str(error)
     return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more chars)"

@@ -8,11 +8,10 @@ as Flink's state TTL: a key not written for the TTL or longer, at the batch's ti
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import pytest
 
@@ -23,26 +22,16 @@ from streaming_harness import (
     InputFiles,
     RunOutput,
     custom_metric,
+    offset_log_times,
     read_sources,
     session_conf,
 )
+from ttl_model import TTL_CONF, ModelBatch, count_model, dedup_model, rotating_keys
 
-TTL_CONF = "spark.sql.streaming.stateStore.txstate.ttl"
 TTL_MS = 3000
 BATCHES = 40
 # Batches come about this far apart (plus their own run time), so keys outlive the TTL after a few.
 PAUSE_S = 0.25
-
-
-def rotating_keys(batch: int) -> list[str]:
-    """A window of keys sliding by four per batch (half of them new), plus two hot keys every fifth batch.
-
-    Without TTL the state grows by four keys a batch; with it, keys leave once unwritten for the
-    TTL, and the hot keys come back after expiring (so deduplication emits them again)."""
-    keys = [f"k{batch * 4 + i:04d}" for i in range(8)]
-    if batch % 5 == 0:
-        keys += ["hot0", "hot1"]
-    return keys + keys[:2]  # duplicates inside the batch too
 
 
 @dataclass
@@ -53,16 +42,6 @@ class Run:
 
     def state_rows(self, batch: int) -> int:
         return sum(int(op["numRowsTotal"]) for op in self.progress[batch]["stateOperators"])
-
-
-def offset_log_times(checkpoint: Path) -> dict[int, int]:
-    """Each batch's batchTimestampMs, as Spark recorded it in the offset log."""
-    times = {}
-    for entry in (checkpoint / "offsets").iterdir():
-        if entry.name.isdigit():
-            metadata = entry.read_text().split("\n")[1]
-            times[int(entry.name)] = int(json.loads(metadata)["batchTimestampMs"])
-    return times
 
 
 def run_stream(
@@ -95,51 +74,6 @@ def run_stream(
     assert sorted(output.batches) == list(range(batches)), sorted(output.batches)
     assert sorted(batch_times) == list(range(batches)), sorted(batch_times)
     return Run(output, batch_times, progress)
-
-
-def expire(state: dict[str, Any], written_ms: Callable[[Any], int], now: int, ttl_ms: int | None) -> int:
-    """Drops the keys not written for `ttl_ms` or longer at `now`; returns how many."""
-    if ttl_ms is None:
-        return 0
-    gone = [k for k, v in state.items() if now - written_ms(v) >= ttl_ms]
-    for k in gone:
-        del state[k]
-    return len(gone)
-
-
-@dataclass
-class ModelBatch:
-    rows: list[tuple]
-    state_rows: int
-    expired: int
-
-
-def dedup_model(batch_times: Mapping[int, int], ttl_ms: int | None) -> dict[int, ModelBatch]:
-    """dropDuplicates(["k"]): a key is emitted when absent from state; its state row is written then only."""
-    state: dict[str, int] = {}
-    model = {}
-    for batch in sorted(batch_times):
-        now = batch_times[batch]
-        expired = expire(state, lambda written: written, now, ttl_ms)
-        new = sorted(set(k for k in rotating_keys(batch) if k not in state))
-        for k in new:
-            state[k] = now
-        model[batch] = ModelBatch([(k,) for k in new], len(state), expired)
-    return model
-
-
-def count_model(batch_times: Mapping[int, int], ttl_ms: int | None) -> dict[int, ModelBatch]:
-    """groupBy("k").count() in update mode: every key of the batch is written, its count restarting after expiry."""
-    state: dict[str, tuple[int, int]] = {}
-    model = {}
-    for batch in sorted(batch_times):
-        now = batch_times[batch]
-        expired = expire(state, lambda entry: entry[1], now, ttl_ms)
-        keys = rotating_keys(batch)
-        for k in sorted(set(keys)):
-            state[k] = (state.get(k, (0, 0))[0] + keys.count(k), now)
-        model[batch] = ModelBatch(sorted((k, state[k][0]) for k in set(keys)), len(state), expired)
-    return model
 
 
 def assert_matches_model(run: Run, model: Mapping[int, ModelBatch]) -> None:
