@@ -34,10 +34,17 @@ import pytest
 from pyspark.sql import Row
 
 import txstate_spark
-from streaming_harness import HDFS_PROVIDER, PROVIDER_CLASS_CONF, TXSTATE_PROVIDER, InputFiles, read_sources, session_conf
+from streaming_harness import (
+    HDFS_PROVIDER,
+    PROVIDER_CLASS_CONF,
+    TXSTATE_PROVIDER,
+    InputFiles,
+    offset_log_times,
+    read_sources,
+    session_conf,
+)
 from test_interactive_queries import wait_until
 from test_serving import servers  # noqa: F401  (a fixture)
-from test_state_ttl import offset_log_times
 from txstate_spark import migrate
 from txstate_spark.query import (
     FailureReason,
