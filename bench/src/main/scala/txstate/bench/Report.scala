@@ -16,11 +16,7 @@ object Report {
       notes: Seq[String],
       profile: Option[String]): String = {
     val sb = new StringBuilder
-    sb ++= s"# $title\n\n"
-    sb ++= "Reproduce with:\n\n```\n" + command.mkString("\n") + "\n```\n\n"
-    sb ++= "| fact | value |\n|---|---|\n"
-    facts.foreach { case (k, v) => sb ++= s"| $k | $v |\n" }
-    sb ++= s"| workload | ${params.summary} |\n\n"
+    sb ++= header(title, command, facts, params.summary)
 
     val ok = rows.collect { case Row(_, _, Right(s)) => s }
     sb ++= "## Results (medians)\n\n"
@@ -68,6 +64,17 @@ object Report {
     sb.result()
   }
 
+  /** A report's title, the commands that reproduce it, and the facts of the machine and the run. */
+  def header(title: String, command: Seq[String], facts: Seq[(String, String)], workload: String): String = {
+    val sb = new StringBuilder
+    sb ++= s"# $title\n\n"
+    sb ++= "Reproduce with:\n\n```\n" + command.mkString("\n") + "\n```\n\n"
+    sb ++= "| fact | value |\n|---|---|\n"
+    facts.foreach { case (k, v) => sb ++= s"| $k | $v |\n" }
+    sb ++= s"| workload | $workload |\n\n"
+    sb.result()
+  }
+
   def fmt(pattern: String, x: Double) = String.format(Locale.ROOT, pattern, Double.box(x))
   def int(x: Double): String = if (x.isNaN) "—" else fmt("%,.0f", x)
   def ms(x: Double): String = if (x.isNaN) "—" else if (x >= 100) fmt("%,.0f", x) else if (x >= 10) fmt("%.1f", x) else fmt("%.2f", x)
@@ -75,6 +82,7 @@ object Report {
   def mib(b: Long): String = fmt("%.1f", b / 1048576.0)
   def ratio(a: Double, b: Double): String =
     if (a.isNaN || b.isNaN || b == 0) "—" else if (a / b >= 10) fmt("%.0f×", a / b) else fmt("%.2f×", a / b)
-  private def range(r: Option[(Double, Double)], f: Double => String): String =
+  /** " [min–max]" after a median, when there is a spread. */
+  def range(r: Option[(Double, Double)], f: Double => String): String =
     r.fold("")(x => s" [${f(x._1)}–${f(x._2)}]")
 }

@@ -55,6 +55,9 @@ final class Sampler(target: Thread, intervalMicros: Long = 1000L) extends AutoCl
   private def name(f: StackTraceElement): String =
     s"${f.getClassName}.${f.getMethodName}${if (f.isNativeMethod) " (native)" else ""}"
 
+  /** What was sampled so far: the sample count and, per method, samples on top of the stack and anywhere in it. */
+  def counts: Sampler.Counts = synchronized { Sampler.Counts(samples, selfCounts.toMap, inclusiveCounts.toMap) }
+
   /** Markdown: where the samples fell, by layer, by method (self), and by method (inclusive). */
   def report(inclusiveOf: String => Boolean, top: Int = 25): String = synchronized {
     def pct(n: Long) = f"${100.0 * n / math.max(1L, samples)}%5.1f%%"
@@ -81,6 +84,14 @@ final class Sampler(target: Thread, intervalMicros: Long = 1000L) extends AutoCl
 
 object Sampler {
   val pathDepth = 9
+
+  final case class Counts(samples: Long, self: Map[String, Long], inclusive: Map[String, Long])
+
+  /** The frames of the store's own path (txstate below the benchmark, RocksDB, Spark's state code): what reports list inclusively. */
+  def isStorePath(method: String): Boolean =
+    method.startsWith("txstate.") && !method.startsWith("txstate.bench.") ||
+      method.startsWith("org.rocksdb.") || method.startsWith("java.util.concurrent.ConcurrentSkipListMap.") ||
+      method.startsWith("org.apache.spark.sql.execution.streaming.")
 
   def isPlumbing(method: String): Boolean =
     method.contains("$anonfun$") || method.contains("$$Lambda") || method.contains("$adapted") ||

@@ -1,10 +1,8 @@
 package txstate.bench
 
 import java.io.File
-import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 import java.time.LocalDateTime
-import java.time.format.DateTimeFormatter
 
 import scala.util.control.NonFatal
 
@@ -24,7 +22,7 @@ object StoreBench {
     val params =
       try BenchParams.parse(args.toSeq)
       catch { case e: IllegalArgumentException => System.err.println(e.getMessage); sys.exit(2) }
-    val stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))
+    val stamp = Results.stamp()
     val scratch = Files.createTempDirectory(s"txstate-bench-$stamp-").toFile
     val started = System.nanoTime()
     val loadAtStart = ProviderRun.loadAverage()
@@ -120,10 +118,7 @@ object StoreBench {
         notes = notes(params),
         profile = profile)
       println(report)
-      val out = new File("bench/results", s"store-$stamp.md")
-      out.getParentFile.mkdirs()
-      Files.write(out.toPath, report.getBytes(UTF_8))
-      progress(s"wrote ${out.getPath}")
+      Results.write("store", stamp, report).foreach(f => progress(s"wrote ${f.getPath}"))
     } finally {
       spark.stop()
       ProviderRun.deleteRecursively(scratch)
@@ -140,9 +135,7 @@ object StoreBench {
       System.gc()
       progress("profiling txstate (sampled, not part of the results)")
       new ProviderRun(Peers.txstate, plan, hadoopConf, conf).run(dir, local, Some(sampler), maxBatches = 3)
-      sampler.report(m => m.startsWith("txstate.") && !m.startsWith("txstate.bench.") ||
-        m.startsWith("org.rocksdb.") || m.startsWith("java.util.concurrent.ConcurrentSkipListMap.") ||
-        m.startsWith("org.apache.spark.sql.execution.streaming."))
+      sampler.report(Sampler.isStorePath)
     } finally {
       sampler.close()
       ProviderRun.deleteRecursively(dir)
