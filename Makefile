@@ -46,7 +46,8 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
 .PHONY: demo test test-jvm test-python test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
-	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick
+	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick \
+	bench-format bench-format-quick
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt
@@ -132,6 +133,8 @@ conformance: $(VENV)/.installed
 # Benchmarks: txstate vs Spark's built-in providers, measured in the same run. Each prints a markdown
 # table with the command that reproduces it and writes bench/results/<kind>-<timestamp>.md (+ .json).
 #   store      StateStoreProvider API in one JVM, plus raw rocksdbjni (Scala, bench/src)
+#   format     storage format 2 (stamped rows) vs format 1 (0.1.0) updates/s and bytes per entry, and
+#              the cost of TTL expiry, one JVM through the store layer (Scala, bench/src; quick: CI-sized)
 #   streaming  aggregation, dropDuplicates, stream-stream join on local[2] (bench/streaming_bench.py)
 #   memory     peak executor RSS of one huge batch on local-cluster (bench/memory_bench.py)
 #   migrate    rows/s and peak RSS of `migrate` for a 5M-key aggregation (bench/migration_bench.py)
@@ -157,6 +160,13 @@ bench-store-quick: $(JARS_BUILT)
 
 bench-store: $(JARS_BUILT)
 	$(SBT) "bench/runMain txstate.bench.StoreBench --full"
+
+# Storage format 2 vs format 1 (target: within 5% of format 1's updates/s) and TTL expiry (issue 14).
+bench-format-quick: $(JARS_BUILT)
+	$(SBT) "bench/runMain txstate.bench.FormatBench --quick"
+
+bench-format: $(JARS_BUILT)
+	$(SBT) "bench/runMain txstate.bench.FormatBench --full"
 
 bench-streaming-quick: $(JARS_BUILT)
 	$(VPY) bench/streaming_bench.py --quick
