@@ -30,14 +30,14 @@ object FormatParams {
   val usage: String =
     """FormatBench [--quick | --full] [--reps N] [--keys N] [--batches N] [--updates N]
       |            [--ttl-keys N] [--expired N] [--ttl-updates N] [--ttl-reps N] [--profile | --no-profile]
-      |  --quick        formats: 100k keys, 4 x 25k updates, R=2; TTL: 100k keys, 10k expire (under ~2 minutes)
+      |  --quick        formats: 100k keys, 6 x 25k updates, R=3; TTL: 100k keys, 10k expire (under ~2 minutes)
       |  --full         formats: StoreBench's full size (1M keys, 10 x 200k updates, R=3); TTL: 1M keys, 100k expire, R=2
       |                 (the default; under ~15 minutes)
       |  --profile      always sample where both formats spend their time (default: when the target is missed or borderline)
       |  --no-profile   never sample""".stripMargin
 
   private val quick = FormatParams("quick",
-    BenchParams("quick", 100000, 4, 25000, 2, 0.10, profile = false, only = None),
+    BenchParams("quick", 100000, 6, 25000, 3, 0.10, profile = false, only = None),
     ttlKeys = 100000, expiredKeys = 10000, ttlUpdates = 2500, ttlReps = 1, profile = None)
   private val full = FormatParams("full",
     BenchParams("full", 1000000, 10, 200000, 3, 0.10, profile = false, only = None),
