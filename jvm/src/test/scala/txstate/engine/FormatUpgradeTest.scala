@@ -97,7 +97,7 @@ final class FormatUpgradeTest extends AnyFunSuite with TempDirectories {
     (dir, point)
   }
 
-  /** The format 2 batch every test starts with: overwrites, an identical rewrite, new keys, deletes. */
+  /** The first format 2 batch of most tests: overwrites, an identical rewrite, new keys, deletes. */
   private def firstFormatTwoBatch(tx: Transaction): Unit = {
     tx.put(b("b"), b("s-b"))
     tx.put(b("d"), b("p-d")) // the same bytes: still moves to `stamped`
@@ -112,7 +112,7 @@ final class FormatUpgradeTest extends AnyFunSuite with TempDirectories {
     ("d", "p-d", stamp), ("e", "p-e", unstamped), ("g", "p-g", unstamped), ("j", "p-j", unstamped),
     ("k", "p-k", unstamped), ("l", "p-l", unstamped), ("é", "p-é", unstamped), ("ü", "s-ü", stamp))
 
-  /** After `engine` closed: each family's keys, and that no key is in both. */
+  /** Each family's keys in a closed database, checking that no key is in both. */
   private def familiesOf(dir: File): (Vector[String], Vector[String]) = {
     val plain = RawRocks.keys(dir, plainFamily)
     val stamped = RawRocks.keys(dir, stampedFamily)

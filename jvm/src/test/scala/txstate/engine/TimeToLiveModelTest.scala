@@ -13,9 +13,10 @@ import txstate.TempDirectories
  * Model check of stamped rows and state TTL across batches: a sorted map of key -> (value, write
  * stamp) and a fake batch clock, against the engine through every way a batch can end (commit,
  * abort, commit then roll back and re-run, early commits kept or undone, a replay instead of a
- * commit) and every way an engine can come back (reopening its directory, a rebuild that replays
- * every version into a fresh directory). TTL is switched on and off and its length changed between
- * batches; some batches carry no timestamp.
+ * commit, a replay as a version of storage format 1) and every way an engine can come back
+ * (reopening its directory, a rebuild that replays every version into a fresh directory). TTL is
+ * switched on and off and its length changed between batches; some batches carry no timestamp.
+ * Seed 3024 once found a rollback that left restored rows out of the TTL index.
  *
  * Expiry follows Flink's rule, written here independently of the engine's cutoff arithmetic: a row
  * TTL applies to is gone in a batch at time `now` once `now - lastWrite >= ttl`, where a row of
@@ -53,12 +54,14 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
     private var since: Option[Long] = None // the batch time TTL was switched on at, while it is on
     private var versions = Vector.empty[(Vector[ChangeRecord], CommitPoint)]
     private var undoable: Option[Before] = None
+    private var plain = Set.empty[Key] // committed keys still in the `data` family (storage format 1), never rewritten
 
     // The open batch.
     private var clock = Clock(0, 1_000_000L, timed = true, ttlMs = None)
     private var tx: Transaction = _
     private var working: Model = TreeMap.empty
     private var buffered = Set.empty[Key] // written by this batch and not early-committed: read back unstamped
+    private var workingPlain = Set.empty[Key]
     private var segments = Vector.empty[ChangeRecord]
     private var earlyCommits = 0 // an early commit of an empty buffer adds no records, but is one
     // The newest version the committed view has shown: it never goes back (a rollback leaves it showing).
@@ -85,6 +88,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
       val point = CommitPoint(1, Some("id-1"), 1, 1001L, rows.size, writtenBy = CommitPoint.firstRelease)
       engine.replay(changes.iterator, point)
       committed = TreeMap(rows: _*)
+      plain = committed.keySet
       versions = Vector(changes -> point)
       shown = (point, committed)
       clock = clock.copy(batchId = 1)
@@ -105,15 +109,16 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
           case n if n < 72 => checkFullIteration()
           case n if n < 78 => checkRangeIteration()
           case n if n < 82 => removeWhileIterating()
-          case n if n < 88 => earlyCommit()
+          case n if n < 85 => earlyCommit()
           case _ => ()
         }
         assert(tx.numKeys == working.size, clue)
         step += 1
       }
       rnd.nextInt(100) match {
-        case n if n < 55 => commit(); clock = nextClock(clock)
-        case n if n < 65 => replayInsteadOfCommit(); clock = nextClock(clock)
+        case n if n < 50 => commit(); clock = nextClock(clock)
+        case n if n < 59 => replayInsteadOfCommit(); clock = nextClock(clock)
+        case n if n < 65 => replayAsFormatOne(); clock = nextClock(clock)
         case n if n < 77 => abort(); clock = rerunAfterAbort(clock)
         case n if n < 85 =>
           abort()
@@ -139,6 +144,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
       tx = engine.begin(clock.stamp, clock.ttl)
       val expired = expiredAt(clock, committed)
       working = committed -- expired
+      workingPlain = plain -- expired
       buffered = Set.empty
       segments = Vector.empty
       earlyCommits = 0
@@ -172,8 +178,10 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
     }
 
     private def nextTtl(current: Option[Long]): Option[Long] = rnd.nextInt(100) match {
-      case n if n < 12 => if (current.isDefined) None else Some(Seq(3L, 10L, 25L, 60L)(rnd.nextInt(4)))
-      case n if n < 18 => current.map(_ => Seq(1L, 3L, 10L, 25L, 60L)(rnd.nextInt(5)))
+      // Short TTLs expire rows within a few batches; long ones keep rows from before a switch-on
+      // alive until a later rebuild or rollback meets them.
+      case n if n < 12 => if (current.isDefined) None else Some(Seq(3L, 10L, 25L, 60L, 300L, 1000L)(rnd.nextInt(6)))
+      case n if n < 18 => current.map(_ => Seq(1L, 3L, 10L, 25L, 60L, 300L)(rnd.nextInt(6)))
       case _ => current
     }
 
@@ -194,6 +202,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
       val (k, v) = (randomKey(), randomValue())
       tx.put(toBytes(k), v.toArray)
       working += k -> Row(v, clock.stamp)
+      workingPlain -= k
       buffered += k
     }
 
@@ -201,12 +210,16 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
       val k = randomKey()
       tx.delete(toBytes(k))
       working -= k
+      workingPlain -= k
     }
 
     private def deleteRange(): Unit = {
       val (from, until) = (randomKey(), randomKey())
       tx.deleteRange(toBytes(from), toBytes(until))
-      if (keyOrdering.lt(from, until)) working --= working.range(from, until).keys
+      if (keyOrdering.lt(from, until)) {
+        workingPlain --= working.range(from, until).keys
+        working --= working.range(from, until).keys
+      }
     }
 
     /** What a transaction's reads must show: its own unflushed writes unstamped, the rest with their stamps. */
@@ -245,11 +258,12 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
         val k = toKey(kv.key)
         seen += ((k, kv.value.toVector, kv.written))
         rnd.nextInt(3) match {
-          case 0 => tx.delete(kv.key); working -= k
+          case 0 => tx.delete(kv.key); working -= k; workingPlain -= k
           case 1 =>
             val v = randomValue()
             tx.put(kv.key, v.toArray)
             working += k -> Row(v, clock.stamp)
+            workingPlain -= k
             buffered += k
           case _ => ()
         }
@@ -275,11 +289,12 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
       val changes = segments ++ tx.changes
       val point = pointOf(tx)
       val dropsIndex = since.isDefined && clock.ttlMs.isEmpty
-      val before = Before(committed, since, versions.size, clock)
+      val before = Before(committed, plain, since, versions.size, clock)
       engine.commit(tx, point)
       // A version with early commits, or one that dropped the TTL index, is not kept for rollback.
       undoable = if (earlyCommits > 0 || dropsIndex) None else Some(before)
-      afterNewVersion(changes, point)
+      afterNewVersion(changes, point, newSince = clock.ttlMs.map(_ => since.getOrElse(clock.timeMs)))
+      assert(point.stamp == clock.stamp, clue)
       assert(engine.committedBeforeLastCommit.isDefined == undoable.isDefined, s"$clue: can the commit be undone")
       clock.ttlMs.foreach(ttl => assertNoIndexEntryBefore(clock.timeMs - ttl + 1))
       if (dropsIndex) assert(indexEntries().isEmpty, s"$clue: switching TTL off drops the index")
@@ -293,18 +308,39 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
       tx.discard()
       engine.replay(changes.iterator, point)
       undoable = None
-      afterNewVersion(changes, point)
+      afterNewVersion(changes, point, newSince = clock.ttlMs.map(_ => since.getOrElse(clock.timeMs)))
       assert(engine.committedBeforeLastCommit.isEmpty, clue)
       stats("replays") += 1
     }
 
-    private def afterNewVersion(changes: Vector[ChangeRecord], point: CommitPoint): Unit = {
+    /**
+     * The batch's changes replayed as a version of storage format 1 (a changelog a format 1 writer
+     * made: plain rows, no stamps, no TTL): the rows it writes go back to `data`, unstamped, and a
+     * TTL index goes.
+     */
+    private def replayAsFormatOne(): Unit = if (earlyCommits > 0) commit() else {
+      val changes = tx.changes.toVector
+      val version = tx.base.version + 1
+      val point = CommitPoint(version, Some(s"id-$version"), 1, 1000L + version, tx.numKeys, writtenBy = CommitPoint.firstRelease)
+      tx.discard()
+      engine.replay(changes.iterator, point)
+      undoable = None
+      working = working.map { case (k, r) => k -> (if (buffered(k)) Row(r.value, WriteStamp.unknown) else r) }
+      workingPlain ++= buffered.filter(working.contains)
+      val dropsIndex = since.isDefined
+      afterNewVersion(changes, point, newSince = None)
+      if (dropsIndex) assert(indexEntries().isEmpty, s"$clue: a version without TTL drops the index")
+      stats("format 1 versions") += 1
+    }
+
+    private def afterNewVersion(changes: Vector[ChangeRecord], point: CommitPoint, newSince: Option[Long]): Unit = {
       committed = working
-      since = clock.ttlMs.map(_ => since.getOrElse(clock.timeMs))
+      plain = workingPlain
+      since = newSince
       versions :+= (changes -> point)
       if (point.version >= shown._1.version) shown = (point, committed)
       assert(engine.committed == point && engine.inFlight.isEmpty, clue)
-      assert(point.timeIndexSinceMs == since && point.stamp == clock.stamp, clue)
+      assert(point.timeIndexSinceMs == since, clue)
       checkCommitted(engine)
     }
 
@@ -320,8 +356,10 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
     private def rollBack(): Option[Clock] = undoable.map { before =>
       val previous = versions.take(before.versions).lastOption.fold(CommitPoint.empty)(_._2)
       assert(engine.committedBeforeLastCommit.contains(previous), clue)
+      if ((before.plain -- plain).nonEmpty) stats("rollbacks restoring plain rows") += 1
       val restored = engine.rollbackLastCommit()
       committed = before.rows
+      plain = before.plain
       since = before.since
       versions = versions.take(before.versions)
       undoable = None
@@ -421,12 +459,13 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
     }
   }
 
-  for (seed <- Seq(1L, 258L, 1025L, 20240601L)) {
+  for (seed <- Seq(1L, 258L, 3024L, 20240601L)) {
     test(s"stamped rows and TTL expiry follow the model across commits, aborts, rollbacks, early commits, reopens and rebuilds (seed $seed)") {
       val seen = new Run(seed, EngineOptions(), () => newTempPath("db")).run(batchCount = 400)
       info(s"exercised: ${seen.toSeq.sorted.map { case (what, n) => s"$n $what" }.mkString(", ")}")
       // The run must have exercised what it claims to check.
-      Seq("expired", "ttl batches", "commits", "replays", "aborts", "rollbacks", "early commits", "reopens", "rebuilds")
+      Seq("expired", "ttl batches", "commits", "replays", "format 1 versions", "aborts", "rollbacks", "early commits",
+        "reopens", "rebuilds")
         .foreach(what => assert(seen.getOrElse(what, 0) > 0, s"no $what in $seen"))
     }
   }
@@ -435,6 +474,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
     test(s"the model holds on a store that started in storage format 1, its rows upgraded as batches write them (seed $seed)") {
       val seen = new Run(seed, EngineOptions(), () => newTempPath("db"), plainRows = 20).run(batchCount = 300)
       info(s"exercised: ${seen.toSeq.sorted.map { case (what, n) => s"$n $what" }.mkString(", ")}")
+      assert(seen.getOrElse("rollbacks restoring plain rows", 0) > 0, s"no rollback met a plain row in $seen")
     }
   }
 
@@ -459,5 +499,5 @@ private object TimeToLiveModelTest {
   }
 
   /** What the engine can go back to with `rollbackLastCommit`, and the batch to re-run then. */
-  final case class Before(rows: Model, since: Option[Long], versions: Int, rerun: Clock)
+  final case class Before(rows: Model, plain: Set[Key], since: Option[Long], versions: Int, rerun: Clock)
 }
