@@ -43,31 +43,23 @@ private[engine] final class LocalDatabase private (
   def mayHoldStampedRows: Boolean = stampedRowsPossible
   def noteStampedRows(): Unit = stampedRowsPossible = true
 
-  /** The value of `key`, now or as of `snapshot`. */
-  def get(snapshot: Option[Snapshot], key: Array[Byte]): Option[Array[Byte]] = row(snapshot, key).map(_.value)
+  /** The value of `key`, now or as of `snapshot` (its stamp skipped, not decoded: the hot path). */
+  def get(snapshot: Option[Snapshot], key: Array[Byte]): Option[Array[Byte]] =
+    lookup(snapshot, key)(StampedValues.valueOf, identity)
 
   /** The row of `key` with its write stamp, now or as of `snapshot`. */
-  def row(snapshot: Option[Snapshot], key: Array[Byte]): Option[KeyValue] = snapshot match {
-    case None => rowWith(key, db.get(stamped, key), db.get(data, key))
-    case Some(s) => Using.resource(new ReadOptions().setSnapshot(s)) { ro =>
-      rowWith(key, db.get(stamped, ro, key), db.get(data, ro, key))
-    }
-  }
+  def row(snapshot: Option[Snapshot], key: Array[Byte]): Option[KeyValue] =
+    lookup(snapshot, key)(StampedValues.decode(key, _), KeyValue(key, _))
 
   /** Only the write stamp of `key`'s current row (no value copied): what expiry decides on. */
-  def stampOf(key: Array[Byte]): Option[WriteStamp] = {
-    val s = if (stampedRowsPossible) db.get(stamped, key) else null
-    if (s != null) Some(StampedValues.stampOf(s))
-    else if (plainRowsPossible && db.get(data, key) != null) Some(WriteStamp.unknown)
-    else None
-  }
+  def stampOf(key: Array[Byte]): Option[WriteStamp] = lookup(None, key)(StampedValues.stampOf, _ => WriteStamp.unknown)
 
   /** The current values of `keys`, in order, in one multiGet per family that may hold them. */
   def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] =
     if (keys.isEmpty) Nil
     else {
       val found =
-        if (stampedRowsPossible) multiGet(stamped, keys).map(_.map(StampedValues.decode(Array.emptyByteArray, _).value))
+        if (stampedRowsPossible) multiGet(stamped, keys).map(_.map(StampedValues.valueOf))
         else keys.map(_ => None)
       if (!plainRowsPossible) found
       else {
@@ -109,11 +101,23 @@ private[engine] final class LocalDatabase private (
     }
   }
 
-  private def rowWith(key: Array[Byte], stampedValue: => Array[Byte], plainValue: => Array[Byte]): Option[KeyValue] = {
-    val s = if (stampedRowsPossible) stampedValue else null
-    if (s != null) Some(StampedValues.decode(key, s))
-    else if (plainRowsPossible) Option(plainValue).map(KeyValue(key, _))
-    else None
+  /**
+   * `key`'s stored bytes read as `stamped` or `plain` says, from the family that holds it: `stamped`
+   * first, then `data`, each only while it may hold rows.
+   */
+  private def lookup[T](snapshot: Option[Snapshot], key: Array[Byte])(stampedRow: Array[Byte] => T,
+      plainRow: Array[Byte] => T): Option[T] = {
+    def read(ro: Option[ReadOptions]): Option[T] = {
+      def from(family: ColumnFamilyHandle) = ro.fold(db.get(family, key))(db.get(family, _, key))
+      val s = if (stampedRowsPossible) from(stamped) else null
+      if (s != null) Some(stampedRow(s))
+      else if (plainRowsPossible) Option(from(data)).map(plainRow)
+      else None
+    }
+    snapshot match {
+      case None => read(None)
+      case Some(snap) => Using.resource(new ReadOptions().setSnapshot(snap))(ro => read(Some(ro)))
+    }
   }
 
   private def multiGet(family: ColumnFamilyHandle, keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] =

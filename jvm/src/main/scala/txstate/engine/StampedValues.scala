@@ -24,6 +24,10 @@ private[engine] object StampedValues {
     KeyValue(key, java.util.Arrays.copyOfRange(stored, valueStart, stored.length), WriteStamp(batch - 1, time - 1))
   }
 
+  /** Just the value, its stamp skipped without being decoded (plain reads). */
+  def valueOf(stored: Array[Byte]): Array[Byte] =
+    java.util.Arrays.copyOfRange(stored, skipVarint(stored, skipVarint(stored, 0)), stored.length)
+
   /** Just the stamp, without copying the value (expiry checks). */
   def stampOf(stored: Array[Byte]): WriteStamp = {
     val (batch, afterBatch) = readVarint(stored, 0)
@@ -47,6 +51,14 @@ private[engine] object StampedValues {
       i += 1
     }
     out(i) = rest.toByte
+    i + 1
+  }
+
+  /** Where the varint starting at `at` ends. */
+  private def skipVarint(in: Array[Byte], at: Int): Int = {
+    var i = at
+    while (i < in.length && i - at < 10 && (in(i) & 0x80) != 0) i += 1
+    if (i >= in.length || i - at >= 10) throw EngineErrors.damagedStampedValue(in.length)
     i + 1
   }
 
