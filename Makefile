@@ -115,7 +115,8 @@ test-migration-full: $(JARS_BUILT) $(WHEEL)
 # read-then-write stores differ by line).
 LINE_TESTS := tests/test_packaging.py tests/test_operator_equivalence.py tests/test_executor_failure.py \
   tests/test_state_source.py tests/test_followers.py::test_a_follower_changes_nothing_under_the_checkpoint \
-  tests/test_state_ttl.py::test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says
+  tests/test_state_ttl.py::test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says \
+  tests/test_hot_cache.py::test_every_batch_matches_the_model_whatever_the_cache
 test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
 	set -e; for line in $(OLDER_LINES); do \
 	  py=$(CURDIR)/$(VENV)-$$line/bin/python; \

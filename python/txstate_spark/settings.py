@@ -16,6 +16,7 @@ KNOWN_SETTINGS: Tuple[str, ...] = (
     "maxUncommittedRecords",
     "maxUncommittedBytes",
     "blockCacheSizeMB",
+    "hotCacheSizeMB",
     "writeBufferSizeMB",
     "maxWriteBufferNumber",
     "ttl",

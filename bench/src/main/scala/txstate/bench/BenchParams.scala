@@ -9,6 +9,8 @@ package txstate.bench
  * @param repetitions  how many times each measurement runs (medians reported, spread shown)
  * @param newKeyRatio  share of updates that write a key never seen before
  * @param profile      run an extra, unmeasured txstate pass under the stack sampler
+ * @param distribution how a batch picks the existing keys it updates: "uniform", or "zipf" (s = 1.1, the
+ *                     hottest keys scattered over the key space)
  */
 final case class BenchParams(
     mode: String,
@@ -19,10 +21,11 @@ final case class BenchParams(
     newKeyRatio: Double,
     profile: Boolean,
     only: Option[Set[String]],
-    conf: Map[String, String] = Map.empty) {
+    conf: Map[String, String] = Map.empty,
+    distribution: String = "uniform") {
 
   def summary: String =
-    s"mode=$mode, preload=$preloadKeys keys, $batches batches x $updates get+put, " +
+    s"mode=$mode, preload=$preloadKeys keys, $distribution keys, $batches batches x $updates get+put, " +
       s"${(newKeyRatio * 100).round}% new keys, R=$repetitions" +
       (if (conf.isEmpty) "" else conf.map { case (k, v) => s"$k=$v" }.mkString(", extra conf: ", ", ", ""))
 }
@@ -30,10 +33,11 @@ final case class BenchParams(
 object BenchParams {
   val usage: String =
     """StoreBench [--quick | --full] [--reps N] [--keys N] [--batches N] [--updates N]
-      |           [--no-profile] [--only name,name,...] [--conf key=value]...
+      |           [--no-profile] [--only name,name,...] [--conf key=value]... [--dist uniform|zipf]
       |  --quick       200k keys, 4 x 50k updates, R=1 (under ~4 minutes)
       |  --full        1M keys, 10 x 200k updates, R=3 (the default; under ~20 minutes)
-      |  --only        peers to run, by short name: txstate, rocksdb-changelog, rocksdb-snapshot, hdfs, raw, raw-changelog,
+      |  --dist        existing keys updated uniformly (default) or Zipf-distributed (s = 1.1)
+      |  --only        peers to run, by short name: txstate, txstate-nocache, rocksdb-changelog, rocksdb-snapshot, hdfs, raw, raw-changelog,
       |                and (only when named) raw-txstate-options, raw-txstate-options-one-shard, raw-partitioned-index
       |  --no-profile  skip the sampled txstate pass
       |  --conf k=v    an extra SQL setting for every provider (e.g. spark.sql.streaming.stateStore.txstate.blockCacheSizeMB=64)""".stripMargin
@@ -44,8 +48,10 @@ object BenchParams {
   def parse(args: Seq[String]): BenchParams = {
     def loop(rest: List[String], p: BenchParams): BenchParams = rest match {
       case Nil => p
-      case "--quick" :: tail => loop(tail, quick.copy(profile = p.profile, only = p.only, conf = p.conf))
-      case "--full" :: tail => loop(tail, full.copy(profile = p.profile, only = p.only, conf = p.conf))
+      case "--quick" :: tail => loop(tail, quick.copy(profile = p.profile, only = p.only, conf = p.conf, distribution = p.distribution))
+      case "--full" :: tail => loop(tail, full.copy(profile = p.profile, only = p.only, conf = p.conf, distribution = p.distribution))
+      case "--dist" :: d :: tail if Set("uniform", "zipf").contains(d) => loop(tail, p.copy(distribution = d))
+      case "--dist" :: d :: _ => throw new IllegalArgumentException(s"StoreBench: --dist takes uniform or zipf, got '$d'.\n$usage")
       case "--reps" :: n :: tail => loop(tail, p.copy(repetitions = positive("--reps", n)))
       case "--keys" :: n :: tail => loop(tail, p.copy(preloadKeys = positive("--keys", n)))
       case "--batches" :: n :: tail => loop(tail, p.copy(batches = positive("--batches", n)))

@@ -123,7 +123,19 @@ final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configurati
     val next = store.commit()
     val t3 = System.nanoTime()
     require(next == version + 1, s"${peer.name}: commit of version $version returned $next")
+    cacheHitRate(store).foreach(rate => StoreBench.progress(f"${peer.name}: version $next, hot-state cache hit rate ${rate * 100}%.1f%%, " +
+      s"${store.metrics.customMetrics.collect { case (m, v) if m.name.startsWith("txstateCache") => s"${m.name}=$v" }.mkString(" ")}"))
     BatchTiming(next, ids.size, t1 - t0, t2 - t1, t3 - t2, split.getNs, split.putNs, threadCpuNs() - cpu0)
+  }
+
+  /** txstate's hot-state cache hit rate in the batch just committed (None: another provider, or no reads). */
+  private def cacheHitRate(store: StateStore): Option[Double] = {
+    val custom = store.metrics.customMetrics.map { case (m, v) => m.name -> v }
+    for {
+      hits <- custom.get("txstateCacheHits")
+      misses <- custom.get("txstateCacheMisses")
+      if hits + misses > 0
+    } yield hits.toDouble / (hits + misses)
   }
 
   /** get, then put, per row: the aggregation step. Times get and put separately when asked. */

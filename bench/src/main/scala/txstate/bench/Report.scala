@@ -44,7 +44,7 @@ object Report {
       }
     }
 
-    Targets.render(ok).foreach(t => sb ++= "\n" + t)
+    Targets.render(ok, params.distribution).foreach(t => sb ++= "\n" + t)
 
     sb ++= "\n## Details (medians)\n\n"
     sb ++= "| provider | updates/CPU-s | get+put loop upd/s | get µs | put µs | getStore(v) ms | preload ms | re-run committed v ms | doMaintenance ms | checkpoint MiB | state verified | load avg |\n"

@@ -173,7 +173,7 @@ object StoreBench {
       "only) gets collapse to a few thousand per second once ~1M keys reach one bottom-level file " +
       "(`--only raw-txstate-options` reproduces it). The changelog variant also writes every entry to a local file " +
       "per commit (no fsync).")
-  private def progress(msg: String): Unit = System.err.println(s"[StoreBench] $msg")
+  def progress(msg: String): Unit = System.err.println(s"[StoreBench] $msg")
 }
 
 /** The machine and JVM the numbers came from. */

@@ -10,8 +10,8 @@ import org.apache.spark.unsafe.types.UTF8String
  * and three longs (count, sum, last batch: a 32-byte UnsafeRow).
  *
  * Every peer replays the same key sequence: the preload writes ids `0 until preloadKeys`, then each
- * batch picks, per row, a brand-new id with probability `newKeyRatio` and otherwise a uniformly
- * random id among those written so far. The plan is fixed by a seed, so runs are comparable.
+ * batch picks, per row, a brand-new id with probability `newKeyRatio` and otherwise an existing id:
+ * uniformly among those written so far, or Zipf-distributed among the preloaded ones ([[Zipf]]). The plan is fixed by a seed, so runs are comparable.
  */
 object Workload {
   val keySchema: StructType = new StructType().add("key", StringType, nullable = false)
@@ -28,9 +28,11 @@ object Workload {
   def plan(params: BenchParams, seed: Long = 42L): Plan = {
     val rng = new java.util.SplittableRandom(seed)
     var next = params.preloadKeys
+    val zipf = if (params.distribution == "zipf") Some(new Zipf(params.preloadKeys, 1.1)) else None
+    def existing(): Int = zipf.fold(rng.nextInt(next))(_.sample(rng))
     def batch(): Array[Int] = Array.fill(params.updates) {
       if (rng.nextDouble() < params.newKeyRatio) { next += 1; next - 1 }
-      else rng.nextInt(next)
+      else existing()
     }
     val batches = Vector.fill(params.batches)(batch())
     val abort = batch()
@@ -47,6 +49,30 @@ object Workload {
       v /= 10
       i -= 1
     }
+  }
+}
+
+/**
+ * Zipf-distributed ids among the `n` preloaded keys: rank r (1 = hottest) has weight 1 / r^s. Ranks
+ * are scattered over the ids by a fixed multiplicative permutation, so hot keys are not neighbours
+ * in the key order (as the hottest users or devices of a real stream are not).
+ */
+final class Zipf(n: Int, s: Double) {
+  private val cumulative: Array[Double] = {
+    val c = new Array[Double](n)
+    var sum = 0.0
+    var r = 0
+    while (r < n) { sum += 1.0 / math.pow(r + 1, s); c(r) = sum; r += 1 }
+    c
+  }
+  // A multiplier coprime with n makes (rank * m) mod n a permutation of 0 until n.
+  private val multiplier: Long = Iterator.from(1000003).find(m => BigInt(m).gcd(BigInt(n)) == 1).get.toLong
+
+  def sample(rng: java.util.SplittableRandom): Int = {
+    val u = rng.nextDouble() * cumulative(n - 1)
+    var i = java.util.Arrays.binarySearch(cumulative, u)
+    if (i < 0) i = -i - 1
+    ((math.min(i, n - 1) * multiplier) % n).toInt
   }
 }
 

@@ -20,7 +20,8 @@ final class Transaction private[engine] (
   private var cut: Option[Long] = None
 
   private var keyDelta = 0L
-  private var probedKey: Array[Byte] = Array.emptyByteArray
+  private var probedKey: BytesKey = new BytesKey(Array.emptyByteArray)
+  private var lastKey: BytesKey = probedKey
   private var probedValue: Option[Array[Byte]] = None
   private var probeValid = false
   // Iterators Spark may abandon half-way: closed for it when the transaction ends.
@@ -40,7 +41,7 @@ final class Transaction private[engine] (
   def uncommittedBytes: Long = buffer.byteSize
   def isEmpty: Boolean = buffer.isEmpty
 
-  def get(key: Array[Byte]): Option[Array[Byte]] = bufferedAnswer(key).getOrElse(committedValue(key))
+  def get(key: Array[Byte]): Option[Array[Byte]] = get(keyOf(key))
 
   def exists(key: Array[Byte]): Boolean = get(key).isDefined
 
@@ -49,15 +50,16 @@ final class Transaction private[engine] (
    * multiGet (one native call instead of one per key).
    */
   def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = {
-    val fromBuffer = keys.map(bufferedAnswer)
+    val fromBuffer = keys.map(k => bufferedAnswer(new BytesKey(k)))
     val missing = keys.zip(fromBuffer).collect { case (k, None) => k }
     val committed = engine.getAllCommitted(missing).iterator
     fromBuffer.map(_.getOrElse(committed.next()))
   }
 
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
-    if (!exists(key)) keyDelta += 1
-    buffer.put(key, value)
+    val k = keyOf(key)
+    if (get(k).isEmpty) keyDelta += 1
+    buffer.put(k, value)
   }
 
   /**
@@ -65,10 +67,11 @@ final class Transaction private[engine] (
    * (not even a tombstone), so the changelog holds this batch's net changes only.
    */
   def delete(key: Array[Byte]): Unit = {
-    if (exists(key)) {
+    val k = keyOf(key)
+    if (get(k).isDefined) {
       keyDelta -= 1
-      val onlyBuffered = buffer.lookup(key).isDefined && (buffer.hidesCommitted(key) || committedValue(key).isEmpty)
-      if (onlyBuffered) buffer.forget(key) else buffer.delete(key)
+      val onlyBuffered = buffer.lookup(k).isDefined && (buffer.hidesCommitted(key) || committedValue(k).isEmpty)
+      if (onlyBuffered) buffer.forget(key) else buffer.delete(k)
     }
   }
 
@@ -142,15 +145,27 @@ final class Transaction private[engine] (
   /** Changes in apply order (range deletes, then point writes). */
   def changes: Iterator[ChangeRecord] = buffer.changes
 
-  /** What the buffer alone says of `key` (its value, or that it is gone); None when the committed value decides. */
-  private def bufferedAnswer(key: Array[Byte]): Option[Option[Array[Byte]]] = buffer.lookup(key) match {
-    case Some(BufferedWrite.Value(v)) => Some(Some(v))
-    case Some(BufferedWrite.Tombstone) => Some(None)
-    case None => if (buffer.hidesCommitted(key)) Some(None) else None
+  private def get(key: BytesKey): Option[Array[Byte]] = bufferedAnswer(key).getOrElse(committedValue(key))
+
+  /**
+   * `key` with its hash, reusing the last key's when the bytes are equal. Spark's operators read a
+   * key right before they write it, so the write reuses the read's hash (for the buffer and the
+   * hot-state cache) instead of computing it again; comparing bytes costs less than hashing them.
+   */
+  private def keyOf(key: Array[Byte]): BytesKey = {
+    if (!lastKey.bytes.eq(key) && !Arrays.equals(lastKey.bytes, key)) lastKey = new BytesKey(key)
+    lastKey
   }
 
-  private def committedValue(key: Array[Byte]): Option[Array[Byte]] = {
-    if (probeValid && Arrays.equals(probedKey, key)) probedValue
+  /** What the buffer alone says of `key` (its value, or that it is gone); None when the committed value decides. */
+  private def bufferedAnswer(key: BytesKey): Option[Option[Array[Byte]]] = buffer.lookup(key) match {
+    case Some(BufferedWrite.Value(v)) => Some(Some(v))
+    case Some(BufferedWrite.Tombstone) => Some(None)
+    case None => if (buffer.hidesCommitted(key.bytes)) Some(None) else None
+  }
+
+  private def committedValue(key: BytesKey): Option[Array[Byte]] = {
+    if (probeValid && (probedKey.eq(key) || probedKey == key)) probedValue
     else {
       // A plain get: RocksDB consults the bloom filter itself; keyMayExist first cost a second lookup.
       val value = engine.getCommitted(key)

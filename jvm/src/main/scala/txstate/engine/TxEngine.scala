@@ -23,7 +23,8 @@ import org.rocksdb.{BlockBasedTableConfig, BloomFilter, Checkpoint, ColumnFamily
  *
  * Not thread-safe: the owner (one store provider) serialises transactions.
  */
-final class TxEngine private (val dir: File, val options: EngineOptions) extends AutoCloseable {
+final class TxEngine private (val dir: File, val options: EngineOptions, sharedCache: HotStateCache)
+    extends AutoCloseable {
   import TxEngine._
 
   RocksDB.loadLibrary()
@@ -71,6 +72,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   @volatile private var closed = false
   private var incarnationId = UUID.randomUUID().toString
   private val views = new ViewPublisher
+  // This store's part of the executor's hot-state cache: it mirrors what `database.get` answers, so
+  // every write below either writes through to it or makes it forget (docs/ARCHITECTURE.md, "Hot-state cache").
+  private val hot = sharedCache.newStore()
 
   try openDatabase()
   catch {
@@ -117,17 +121,31 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
    */
   def readCommittedView[T](waitMs: Long)(read: CommittedView => T): Option[T] = views.read(waitMs)(read)
 
-  /** A committed value, as transactions read it (the owner's thread only). */
-  private[engine] def getCommitted(key: Array[Byte]): Option[Array[Byte]] = {
+  /** A committed value, as transactions read it (the owner's thread only): from the hot-state cache, or RocksDB. */
+  private[engine] def getCommitted(key: BytesKey): Option[Array[Byte]] = {
     ensureOpen()
-    database.get(None, key)
+    val cached = hot.get(key)
+    if (cached != null) Some(cached)
+    else {
+      val stored = database.get(None, key.bytes)
+      stored.foreach(hot.admit(key, _))
+      stored
+    }
   }
 
-  /** Committed values of `keys`, in order, in one native call. */
+  /** Committed values of `keys`, in order: cached ones from the heap, the others in one native call. */
   private[engine] def getAllCommitted(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = {
     ensureOpen()
-    database.getAll(keys)
+    val cached = keys.map(k => Option(hot.get(new BytesKey(k))))
+    val missing = keys.zip(cached).collect { case (k, None) => k }
+    val stored = database.getAll(missing)
+    missing.zip(stored).foreach { case (k, v) => v.foreach(hot.admit(new BytesKey(k), _)) }
+    val fromDatabase = stored.iterator
+    cached.map(_.orElse(fromDatabase.next()))
   }
+
+  /** What this store's part of the hot-state cache did since the engine opened. */
+  def cacheStats: CacheStats = hot.stats
 
   private[engine] def committedRange(range: KeyRange): KeyValueIterator = {
     ensureOpen()
@@ -176,7 +194,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
         // The version's early commits are in the database already; this write finishes it and
         // clears the in-flight marker atomically. Undoing it would need every early-committed
         // key, so such a version is not kept for rollback: a re-run rebuilds instead.
-        writeChanges(tx.changes, Long.MaxValue, RowFormat.of(point)) { last =>
+        writeChanges(writingThrough(tx.changes), Long.MaxValue, RowFormat.of(point)) { last =>
           timeIndexUpkeep(tx, point, last)
           last.put(database.commit, committedKey, point.toBytes)
           last.delete(database.commit, inFlightKey)
@@ -187,7 +205,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       case None =>
         val snapshot = database.db.getSnapshot
         val touched = tx.touchedKeys
-        try writeChanges(tx.changes, Long.MaxValue, RowFormat.of(point)) { last =>
+        try writeChanges(writingThrough(tx.changes), Long.MaxValue, RowFormat.of(point)) { last =>
           timeIndexUpkeep(tx, point, last)
           last.put(database.commit, committedKey, point.toBytes)
         }
@@ -219,7 +237,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     }
     val version = tx.base.version + 1
     val format = if (options.formatVersion == 1) RowFormat.Plain else RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs)
-    writeChanges(tx.changes, Long.MaxValue, format)(
+    writeChanges(writingThrough(tx.changes), Long.MaxValue, format)(
       _.put(database.commit, inFlightKey, versionBytes(version)))
     inFlightVersion = Some(version)
     tx.afterEarlyCommit()
@@ -239,6 +257,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
       case ChangeRecord.Delete(k) => Left(k)
       case ChangeRecord.DeleteRange(from, until) => Right(KeyRange(from, Some(until)))
     }
+    // Rare (an aborted batch that spilled): the cache forgets the whole store rather than each key.
+    hot.forgetAll()
     restoreFrom(before, keys, options.replayChunkBytes, None)(_.delete(database.commit, inFlightKey))
     database.db.releaseSnapshot(before)
     beforeEarlyCommits = None
@@ -250,6 +270,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     ensureOpen()
     val u = undo.getOrElse(throw EngineErrors.nothingToRollBack(dir))
     val keys = u.touched.points.iterator.map(Left(_)) ++ u.touched.ranges.iterator.map(Right(_))
+    u.touched.points.foreach(hot.forget)
+    if (u.touched.ranges.nonEmpty) hot.forgetAll()
     // One atomic write: the restored rows and the previous commit point land together.
     restoreFrom(u.snapshot, keys, Long.MaxValue, u.indexCut.map(TimeIndex.before))(
       _.put(database.commit, committedKey, u.previous.toBytes))
@@ -273,7 +295,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     markInFlight(point.version)
     // The version switched TTL on: build the index as its batch did, before its rows (which index themselves).
     point.timeIndexSinceMs.filter(_ => committedPoint.timeIndexSinceMs.isEmpty).foreach(buildTimeIndex)
-    writeChanges(changes, options.replayChunkBytes, RowFormat.of(point)) { last =>
+    writeChanges(forgetting(changes), options.replayChunkBytes, RowFormat.of(point)) { last =>
       if (droppingTimeIndex(point)) dropTimeIndex(last)
       last.put(database.commit, committedKey, point.toBytes)
       last.delete(database.commit, inFlightKey)
@@ -335,6 +357,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   def close(): Unit = if (!closed) {
     closed = true
     try {
+      hot.close()
       releaseUndo()
       releaseEarlyCommits()
       views.excludingReaders(database.close())
@@ -360,6 +383,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
     releaseUndo()
     releaseEarlyCommits()
     timeIndexBuiltSince = None
+    hot.forgetAll()
     views.excludingReaders {
       database.close()
       deleteRecursively(dir.toPath)
@@ -414,10 +438,36 @@ final class TxEngine private (val dir: File, val options: EngineOptions) extends
   /** Writes `changes` in chunks of `chunkBytes`; `last` adds the marker writes of the final chunk. */
   private def writeChanges(changes: Iterator[ChangeRecord], chunkBytes: Long, format: RowFormat)
       (last: org.rocksdb.WriteBatch => Unit): Unit =
-    Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes, format)) { writer =>
+    try Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes, format)) { writer =>
       changes.foreach(writer(_))
       writer.finish(last)
     }
+    catch {
+      case e: Throwable =>
+        // The cache may already hold values the failed write never stored.
+        hot.forgetAll()
+        throw e
+    }
+
+  /** `changes`, telling the cache of each as it goes by: the database will hold exactly these values. */
+  private def writingThrough(changes: Iterator[ChangeRecord]): Iterator[ChangeRecord] = changes.map { change =>
+    change match {
+      case ChangeRecord.Put(k, v) => hot.written(k, v)
+      case ChangeRecord.Delete(k) => hot.forget(k)
+      case _: ChangeRecord.DeleteRange => hot.forgetAll()
+    }
+    change
+  }
+
+  /** `changes`, making the cache forget each key (a replay: its rows are not known to be hot). */
+  private def forgetting(changes: Iterator[ChangeRecord]): Iterator[ChangeRecord] = changes.map { change =>
+    change match {
+      case ChangeRecord.Put(k, _) => hot.forget(k)
+      case ChangeRecord.Delete(k) => hot.forget(k)
+      case _: ChangeRecord.DeleteRange => hot.forgetAll()
+    }
+    change
+  }
 
   /**
    * The TTL index writes of a commit: entries older than the transaction's expiry cutoff go (every
@@ -508,7 +558,9 @@ object TxEngine {
 
   private def versionBytes(version: Long): Array[Byte] = java.nio.ByteBuffer.allocate(8).putLong(version).array()
 
-  def open(dir: File, options: EngineOptions = EngineOptions()): TxEngine = new TxEngine(dir, options)
+  /** Opens the engine of `dir`; its committed values may be cached in `cache` (shared with other engines). */
+  def open(dir: File, options: EngineOptions = EngineOptions(), cache: HotStateCache = HotStateCache.off): TxEngine =
+    new TxEngine(dir, options, cache)
 
   /** Deletes a local directory tree (staging areas, wiped databases); absent is fine. */
   def delete(dir: File): Unit = deleteRecursively(dir.toPath)

@@ -12,7 +12,10 @@ object BufferedWrite {
   case object Tombstone extends BufferedWrite
 }
 
-/** A byte-array key for hash maps: content equality and a hash computed once. */
+/**
+ * A byte-array key for hash maps: content equality and a hash computed once, then shared by the
+ * buffer and the hot-state cache for one read-then-write of a key.
+ */
 private[engine] final class BytesKey(val bytes: Array[Byte]) {
   override val hashCode: Int = Arrays.hashCode(bytes)
   override def equals(other: Any): Boolean = other match {
@@ -55,13 +58,16 @@ final class WriteBuffer {
   def entryCount: Long = index.size.toLong + ranges.size
   def byteSize: Long = bytes + sorted.fold(0L)(_ => index.size.toLong * sortedOverhead)
 
-  def lookup(key: Array[Byte]): Option[BufferedWrite] = Option(index.get(new BytesKey(key)))
+  def lookup(key: Array[Byte]): Option[BufferedWrite] = lookup(new BytesKey(key))
+  def lookup(key: BytesKey): Option[BufferedWrite] = Option(index.get(key))
 
   /** True when a buffered range delete hides the committed value of `key`. */
   def hidesCommitted(key: Array[Byte]): Boolean = ranges.nonEmpty && ranges.exists(_.contains(key))
 
-  def put(key: Array[Byte], value: Array[Byte]): Unit = record(key, BufferedWrite.Value(value))
-  def delete(key: Array[Byte]): Unit = record(key, BufferedWrite.Tombstone)
+  def put(key: Array[Byte], value: Array[Byte]): Unit = record(new BytesKey(key), BufferedWrite.Value(value))
+  def put(key: BytesKey, value: Array[Byte]): Unit = record(key, BufferedWrite.Value(value))
+  def delete(key: Array[Byte]): Unit = record(new BytesKey(key), BufferedWrite.Tombstone)
+  def delete(key: BytesKey): Unit = record(key, BufferedWrite.Tombstone)
 
   /** Drops a buffered write altogether (the key's committed state is what it will be). */
   def forget(key: Array[Byte]): Unit = {
@@ -154,12 +160,12 @@ final class WriteBuffer {
     openViews.clear()
   }
 
-  private def record(key: Array[Byte], write: BufferedWrite): Unit = {
+  private def record(key: BytesKey, write: BufferedWrite): Unit = {
     freezeViews()
-    val previous = index.put(new BytesKey(key), write)
-    if (previous != null) bytes -= sizeOf(key, previous)
-    bytes += sizeOf(key, write)
-    sorted.foreach(_.put(key, write))
+    val previous = index.put(key, write)
+    if (previous != null) bytes -= sizeOf(key.bytes, previous)
+    bytes += sizeOf(key.bytes, write)
+    sorted.foreach(_.put(key.bytes, write))
   }
 }
 

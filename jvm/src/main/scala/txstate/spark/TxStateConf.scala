@@ -16,12 +16,16 @@ import txstate.store.{StoreOptions, UncommittedLimits}
  * @param store               what the store layer needs (engine tuning, file naming, snapshots, limits)
  * @param minVersionsToRetain versions cleanup keeps loadable (Spark's minBatchesToRetain)
  * @param ttl                 opt-in state TTL, for all operators or per operator
+ * @param hotCacheBytes       the hot-state cache budget of the executor JVM (0: off), shared by its stores
  */
 final case class TxStateConf(localDir: Option[String], store: StoreOptions, minVersionsToRetain: Int,
-    ttl: StateTtl = StateTtl.off)
+    ttl: StateTtl = StateTtl.off, hotCacheBytes: Long = TxStateConf.defaultHotCacheBytes)
 
 object TxStateConf {
   val prefix = "spark.sql.streaming.stateStore.txstate."
+
+  /** The hot-state cache's budget per executor JVM unless set (docs/ARCHITECTURE.md, "Hot-state cache"). */
+  val defaultHotCacheBytes: Long = 64L << 20
 
   /** Every setting we define, with its meaning (also documented in conf/ and the README). */
   val settings: Map[String, String] = Map(
@@ -34,6 +38,8 @@ object TxStateConf {
     "snapshotInterval" -> ("versions between snapshots uploaded to the checkpoint " +
       "(default: spark.sql.streaming.stateStore.minDeltasForSnapshot)"),
     "blockCacheSizeMB" -> "RocksDB block cache per store instance, in MiB (default 8)",
+    "hotCacheSizeMB" -> ("heap cache of hot committed values per executor JVM, shared by its stores, in MiB; " +
+      "0 = off (default 64)"),
     "writeBufferSizeMB" -> "RocksDB memtable size per store instance, in MiB (default 64)",
     "maxWriteBufferNumber" -> "RocksDB memtables per store instance before writes wait for a flush (default 2)",
     StateTtl.key -> ("state TTL of every stateful operator, e.g. 30m or 7d: a row not written for that long, measured " +
@@ -61,7 +67,9 @@ object TxStateConf {
           maxRecords = limit(ours, "maxUncommittedRecords", None, sized = false),
           maxBytes = limit(ours, "maxUncommittedBytes", Some(64L << 20), sized = true))),
       minVersionsToRetain = math.max(conf.minVersionsToRetain, 1),
-      ttl = StateTtl.from(ours, prefix))
+      ttl = StateTtl.from(ours, prefix),
+      hotCacheBytes = ours.get("hotCacheSizeMB").fold(defaultHotCacheBytes)(v =>
+        int(Map("hotCacheSizeMB" -> v), "hotCacheSizeMB", 0, min = 0).toLong << 20))
   }
 
   /** A positive limit, -1 for none; with `sized`, a byte size with an optional k/m/g suffix. */

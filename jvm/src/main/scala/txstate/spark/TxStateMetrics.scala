@@ -43,6 +43,13 @@ object TxStateMetrics {
   val oldestEntryAgeMs = StateStoreCustomTimingMetric("txstateOldestEntryAgeMs",
     "txstate: with state TTL on, age of the oldest row against the batch's timestamp (ms)")
 
+  // The hot-state cache: its hit rate is hits / (hits + misses); bytes are this store's entries (summed: the executors' use).
+  val cacheHits = StateStoreCustomSumMetric("txstateCacheHits", "txstate: reads answered by the hot-state cache")
+  val cacheMisses = StateStoreCustomSumMetric("txstateCacheMisses", "txstate: reads the hot-state cache passed to RocksDB")
+  val cacheEvictions = StateStoreCustomSumMetric("txstateCacheEvictions",
+    "txstate: hot-state cache entries dropped to stay within its budget")
+  val cacheBytes = StateStoreCustomSizeMetric("txstateCacheBytes", "txstate: heap bytes of hot-state cache entries")
+
   // Named as Spark's contract names it (its HDFS provider reports the same metric; SPARK-54063).
   val forceSnapshotCount = StateStoreCustomSumMetric("forceSnapshotCount",
     "commits that staged a snapshot because Spark forced one (forceSnapshotOnCommit)")
@@ -50,5 +57,5 @@ object TxStateMetrics {
   val all: Seq[StateStoreCustomMetric] = Seq(commitLatencyMs, changelogBytes, loadLatencyMs, changelogsReplayed,
     rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes, earlyCommits, earlyCommitEntries,
     earlyCommitBytes, snapshotUploadedBytes, snapshotReusedBytes, snapshotLagVersions, forceSnapshotCount,
-    expiredEntries, oldestEntryAgeMs)
+    expiredEntries, oldestEntryAgeMs, cacheHits, cacheMisses, cacheEvictions, cacheBytes)
 }

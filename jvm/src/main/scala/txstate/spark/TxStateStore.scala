@@ -221,11 +221,16 @@ private[spark] final class TxStateStore(
       TxStateMetrics.snapshotLagVersions -> stats.snapshotLagVersions,
       TxStateMetrics.forceSnapshotCount -> (if (forceSnapshot && stats.commit.isDefined) 1L else 0L),
       TxStateMetrics.expiredEntries -> stats.expiredEntries,
-      TxStateMetrics.oldestEntryAgeMs -> stats.oldestWriteMs.fold(0L)(oldest => math.max(tx.stamp.timeMs - oldest, 0L)))
+      TxStateMetrics.oldestEntryAgeMs -> stats.oldestWriteMs.fold(0L)(oldest => math.max(tx.stamp.timeMs - oldest, 0L)),
+      TxStateMetrics.cacheHits -> stats.cache.hits,
+      TxStateMetrics.cacheMisses -> stats.cache.misses,
+      TxStateMetrics.cacheEvictions -> stats.cache.evictions,
+      TxStateMetrics.cacheBytes -> stats.cache.bytes)
     // The newest uploaded snapshot once this batch committed (none uploaded yet: not reported).
     val lastSnapshot = stats.commit.map(_.point.version - stats.snapshotLagVersions).filter(_ > 0)
     InstanceMetrics.withSnapshotVersion(
-      StateStoreMetrics(tx.numKeys - registryRows, tx.uncommittedBytes + nativeMemory, custom), id, lastSnapshot)
+      StateStoreMetrics(tx.numKeys - registryRows, tx.uncommittedBytes + nativeMemory + stats.cache.bytes, custom), id,
+      lastSnapshot)
   }
 
   /** After a commit: the new version and id built on the base; before it, the loaded version. */

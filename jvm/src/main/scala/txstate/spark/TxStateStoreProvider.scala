@@ -274,7 +274,7 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
   private def instance: StoreInstance = instanceOpt.getOrElse {
     if (closed) throw TxStateErrors.closedProvider(storeId)
     val inst = StoreInstance.open(LocalDirectories.claim(conf.localDir, storeId), storeId.storeCheckpointLocation(),
-      hadoopConf, conf.store, storeId.toString)
+      hadoopConf, conf.store, storeId.toString, ExecutorHotCache.sized(conf.hotCacheBytes))
     instanceOpt = Some(inst)
     LiveStores.register(storeId, TxStateCoordinator.runId(hadoopConf), this)
     writeSchemaFile()

@@ -1,6 +1,6 @@
 package txstate.store
 
-import txstate.engine.CommitPoint
+import txstate.engine.{CacheStats, CommitPoint}
 
 /** How a version was made current in the local database. */
 sealed trait LoadPath
@@ -59,7 +59,8 @@ final case class BatchStats(
     snapshotLagVersions: Long = 0L,
     nativeMemoryBytes: Long = 0L,
     expiredEntries: Long = 0L,
-    oldestWriteMs: Option[Long] = None) {
+    oldestWriteMs: Option[Long] = None,
+    cache: CacheStats = CacheStats.zero) {
   def withEarlyCommit(r: EarlyCommitReport): BatchStats =
     copy(earlyCommits = earlyCommits + 1, earlyCommitEntries = earlyCommitEntries + r.entries,
       earlyCommitBytes = earlyCommitBytes + r.segmentBytes)

@@ -1,6 +1,6 @@
 package txstate.store
 
-import txstate.engine.{CommitPoint, CommittedView, KeyRange, KeyValueIterator, TimeToLive, Transaction}
+import txstate.engine.{CacheStats, CommitPoint, CommittedView, KeyRange, KeyValueIterator, TimeToLive, Transaction}
 
 /**
  * One micro-batch of one store instance: the handle the Spark adapter reads and writes through.
@@ -27,6 +27,8 @@ final class StoreBatch private[store] (
   private var ended: Option[String] = None
   private var attempt: Option[EarlyCommitAttempt] = None
   private var statsSoFar = BatchStats(expiredEntries = tx.expiredEntries)
+  // The batch's cache counts are the instance's since here (expiry at begin read stamps, not values).
+  private val cacheAtStart: CacheStats = owner.cacheStats
   // Peaks change on almost every write of a growing batch: plain counters on this hot path.
   private var peakEntries = 0L
   private var peakBytes = 0L
@@ -103,7 +105,8 @@ final class StoreBatch private[store] (
     val report = owner.commit(tx, attempt, forceSnapshot)
     statsSoFar = statsSoFar.copy(commit = Some(report), snapshotActivity = owner.drainSnapshotActivity(),
       snapshotLagVersions = owner.snapshotLag, nativeMemoryBytes = owner.nativeMemoryUsed,
-      oldestWriteMs = ttl.flatMap(rule => owner.oldestWriteMs(rule.applies)))
+      oldestWriteMs = ttl.flatMap(rule => owner.oldestWriteMs(rule.applies)),
+      cache = owner.cacheStats.since(cacheAtStart))
     end("committed")
     report
   }

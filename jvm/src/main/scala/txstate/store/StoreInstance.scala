@@ -10,7 +10,7 @@ import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
 import txstate.checkpoint.{ChangelogHeader, LineageChain, StoreCheckpoint}
-import txstate.engine.{ChangeRecord, CommitPoint, CommittedView, Transaction, TxEngine}
+import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, HotStateCache, Transaction, TxEngine}
 
 /**
  * One store instance, and the single owner of everything it is made of: the local transactional
@@ -60,6 +60,9 @@ final class StoreInstance private (
   def snapshotLag: Long = math.max(engine.committed.version - newestSnapshotVersion, 0L)
 
   def nativeMemoryUsed: Long = engine.nativeMemoryUsed
+
+  /** What this instance's part of the executor's hot-state cache did since it opened. */
+  def cacheStats: CacheStats = engine.cacheStats
 
   /** Snapshot uploads since the last call (reported by the next committed batch). */
   def drainSnapshotActivity(): SnapshotActivity = snapshotActivity.getAndSet(SnapshotActivity.none)
@@ -282,11 +285,12 @@ object StoreInstance {
 
   /**
    * Opens the instance whose local database lives in `local` and whose checkpoint files live
-   * under `checkpointRoot`. On any failure everything opened so far is closed again (and the
+   * under `checkpointRoot`; its committed values may be cached in `cache`, shared with the other
+   * instances of the executor. On any failure everything opened so far is closed again (and the
    * local directory released), so nothing leaks and no RocksDB lock is left held.
    */
   def open(local: LocalDirectory, checkpointRoot: Path, hadoopConf: Configuration, options: StoreOptions,
-      label: String): StoreInstance = {
+      label: String, cache: HotStateCache = HotStateCache.off): StoreInstance = {
     val opened = List.newBuilder[AutoCloseable]
     def closeOpened(cause: Throwable): Unit = opened.result().reverse.foreach { c =>
       try c.close() catch { case NonFatal(e) => cause.addSuppressed(e) }
@@ -295,7 +299,7 @@ object StoreInstance {
       opened += (() => local.release())
       val checkpoint = new StoreCheckpoint(checkpointRoot, hadoopConf)
       opened += checkpoint
-      val engine = TxEngine.open(local.dir, options.engine)
+      val engine = TxEngine.open(local.dir, options.engine, cache)
       opened += engine
       new StoreInstance(local, checkpoint, engine, new SnapshotStager(local.stagingDir, checkpoint), options, label)
     } catch {

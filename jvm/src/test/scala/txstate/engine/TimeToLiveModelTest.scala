@@ -44,10 +44,11 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
    * plain rows, replayed from a changelog of that format as a rebuild would), so TTL, rollback and
    * replay also meet rows of unknown age that live in the `data` family until rewritten.
    */
-  private final class Run(seed: Long, options: EngineOptions, newDir: () => File, plainRows: Int = 0) {
+  private final class Run(seed: Long, options: EngineOptions, newDir: () => File, plainRows: Int = 0,
+      cache: HotStateCache = HotStateCache.off) {
     private val rnd = new Random(seed)
     private var dir = newDir()
-    private var engine = TxEngine.open(dir, options)
+    private var engine = TxEngine.open(dir, options, cache)
 
     // The committed state as the model sees it, and every version's changes and commit point from version 0.
     private var committed: Model = TreeMap.empty
@@ -78,8 +79,17 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
       try while (batches < batchCount) {
         runBatch()
         batches += 1
-      } finally engine.close()
+      } finally retire(engine)
       stats.toMap
+    }
+
+    /** Closes an engine the run is done with, counting what its hot-state cache did. */
+    private def retire(e: TxEngine): Unit = {
+      val c = e.cacheStats
+      stats("cache hits") += c.hits.toInt
+      stats("cache misses") += c.misses.toInt
+      stats("cache evictions") += c.evictions.toInt
+      e.close()
     }
 
     private def startFromFormatOne(): Unit = {
@@ -373,8 +383,8 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
     // ---- engines coming back ----------------------------------------------------------------
 
     private def reopen(): Unit = {
-      engine.close()
-      engine = TxEngine.open(dir, options)
+      retire(engine)
+      engine = TxEngine.open(dir, options, cache)
       undoable = None
       shown = (engine.committed, committed)
       assert(engine.committed == versions.lastOption.fold(CommitPoint.empty)(_._2), clue)
@@ -390,7 +400,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
      */
     private def rebuild(): Unit = {
       val rebuiltDir = newDir()
-      val rebuilt = TxEngine.open(rebuiltDir, options)
+      val rebuilt = TxEngine.open(rebuiltDir, options, cache)
       try {
         versions.foreach { case (changes, point) => rebuilt.replay(changes.iterator, point) }
         assert(rebuilt.committed == engine.committed, clue)
@@ -404,7 +414,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
           rebuilt.close()
           throw e
       }
-      engine.close()
+      retire(engine)
       engine = rebuilt
       dir = rebuiltDir
       undoable = None
@@ -480,6 +490,21 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
 
   test("the model run also holds when replays are written in many small chunks") {
     new Run(99L, EngineOptions(replayChunkBytes = 16), () => newTempPath("db")).run(batchCount = 300)
+  }
+
+  // The hot-state cache must not change a single answer. A cache larger than the key space keeps
+  // every entry until the engine forgets it (a missed invalidation shows as a stale read); a tiny
+  // one evicts all the time, so reads also cross between cached and uncached keys.
+  for ((seed, cacheBytes, what) <- Seq((1L, 1L << 20, "large"), (3024L, 1L << 20, "large"), (258L, 1024L, "tiny"),
+      (20240601L, 1024L, "tiny"))) {
+    test(s"the model holds with a $what hot-state cache in front of RocksDB (seed $seed)") {
+      val seen = new Run(seed, EngineOptions(), () => newTempPath("db"), plainRows = if (seed % 2 == 0) 20 else 0,
+        cache = new HotStateCache(cacheBytes, shardCount = 2)).run(batchCount = 400)
+      info(s"exercised: ${seen.toSeq.sorted.map { case (what, n) => s"$n $what" }.mkString(", ")}")
+      Seq("cache hits", "cache misses", "expired", "commits", "replays", "aborts", "rollbacks", "early commits",
+        "reopens", "rebuilds").foreach(what => assert(seen.getOrElse(what, 0) > 0, s"no $what in $seen"))
+      if (cacheBytes < 4096) assert(seen.getOrElse("cache evictions", 0) > 0, s"no cache evictions in $seen")
+    }
   }
 }
 

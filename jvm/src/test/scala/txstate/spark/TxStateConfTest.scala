@@ -38,6 +38,15 @@ final class TxStateConfTest extends AnyFunSuite with ProviderFixture {
     assert(conf.store.engine.maxWriteBuffers == 5)
   }
 
+  test("the hot-state cache budget is read per executor in MiB, 0 switching it off, and a bad value is refused") {
+    assert(TxStateConf.from(storeConf()).hotCacheBytes == TxStateConf.defaultHotCacheBytes)
+    assert(TxStateConf.from(storeConf(TxStateConf.prefix + "hotCacheSizeMB" -> "256")).hotCacheBytes == (256L << 20))
+    assert(TxStateConf.from(storeConf(TxStateConf.prefix + "hotCacheSizeMB" -> "0")).hotCacheBytes == 0L)
+    val setting = TxStateConf.prefix + "hotCacheSizeMB"
+    val e = intercept[IllegalArgumentException](TxStateConf.from(storeConf(setting -> "-1")))
+    assert(e.getMessage.contains(setting) && e.getMessage.contains("'-1'") && e.getMessage.contains(">= 0"))
+  }
+
   test("Spark's own state store settings are not mistaken for ours") {
     val conf = TxStateConf.from(storeConf("spark.sql.streaming.stateStore.minDeltasForSnapshot" -> "3"))
     assert(conf.localDir.isEmpty)
