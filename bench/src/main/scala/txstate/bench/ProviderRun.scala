@@ -123,8 +123,10 @@ final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configurati
     val next = store.commit()
     val t3 = System.nanoTime()
     require(next == version + 1, s"${peer.name}: commit of version $version returned $next")
-    cacheHitRate(store).foreach(rate => StoreBench.progress(f"${peer.name}: version $next, hot-state cache hit rate ${rate * 100}%.1f%%, " +
-      s"${store.metrics.customMetrics.collect { case (m, v) if m.name.startsWith("txstateCache") => s"${m.name}=$v" }.mkString(" ")}"))
+    cacheHitRate(store).foreach { rate =>
+      val counts = store.metrics.customMetrics.collect { case (m, v) if m.name.startsWith("txstateCache") => s"${m.name}=$v" }
+      StoreBench.progress(f"${peer.name}: version $next, hot-state cache hit rate ${rate * 100}%.1f%%, ${counts.mkString(" ")}")
+    }
     BatchTiming(next, ids.size, t1 - t0, t2 - t1, t3 - t2, split.getNs, split.putNs, threadCpuNs() - cpu0)
   }
 

@@ -11,7 +11,8 @@ import org.apache.spark.unsafe.types.UTF8String
  *
  * Every peer replays the same key sequence: the preload writes ids `0 until preloadKeys`, then each
  * batch picks, per row, a brand-new id with probability `newKeyRatio` and otherwise an existing id:
- * uniformly among those written so far, or Zipf-distributed among the preloaded ones ([[Zipf]]). The plan is fixed by a seed, so runs are comparable.
+ * uniformly among those written so far, or Zipf-distributed among the preloaded ones ([[Zipf]]).
+ * The plan is fixed by a seed, so runs are comparable.
  */
 object Workload {
   val keySchema: StructType = new StructType().add("key", StringType, nullable = false)
