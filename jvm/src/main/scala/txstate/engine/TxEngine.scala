@@ -128,7 +128,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     if (cached != null) Some(cached)
     else {
       val stored = database.get(None, key.bytes)
-      stored.foreach(hot.admit(key, _))
+      if (admitting) stored.foreach(hot.admit(key, _))
       stored
     }
   }
@@ -139,13 +139,18 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     val cached = keys.map(k => Option(hot.get(new BytesKey(k))))
     val missing = keys.zip(cached).collect { case (k, None) => k }
     val stored = database.getAll(missing)
-    missing.zip(stored).foreach { case (k, v) => v.foreach(hot.admit(new BytesKey(k), _)) }
+    if (admitting) missing.zip(stored).foreach { case (k, v) => v.foreach(hot.admit(new BytesKey(k), _)) }
     val fromDatabase = stored.iterator
     cached.map(_.orElse(fromDatabase.next()))
   }
 
   /** What this store's part of the hot-state cache did since the engine opened. */
   def cacheStats: CacheStats = hot.stats
+
+  // A batch that has spilled (early commits) is a bulk load: caching what it reads would spend heap that
+  // its memory bound exists to save (the 5M-key single batch grew its peak heap by the cache's budget).
+  // Admission is optional, so the cache stays exact; write-through of keys already cached goes on.
+  private def admitting: Boolean = inFlightVersion.isEmpty
 
   private[engine] def committedRange(range: KeyRange): KeyValueIterator = {
     ensureOpen()
