@@ -50,8 +50,9 @@ final class Transaction private[engine] (
    * multiGet (one native call instead of one per key).
    */
   def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = {
-    val fromBuffer = keys.map(k => bufferedAnswer(new BytesKey(k)))
-    val missing = keys.zip(fromBuffer).collect { case (k, None) => k }
+    val hashed = keys.map(new BytesKey(_))
+    val fromBuffer = hashed.map(bufferedAnswer)
+    val missing = hashed.zip(fromBuffer).collect { case (k, None) => k }
     val committed = engine.getAllCommitted(missing).iterator
     fromBuffer.map(_.getOrElse(committed.next()))
   }

@@ -134,12 +134,12 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   }
 
   /** Committed values of `keys`, in order: cached ones from the heap, the others in one native call. */
-  private[engine] def getAllCommitted(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] = {
+  private[engine] def getAllCommitted(keys: Seq[BytesKey]): Seq[Option[Array[Byte]]] = {
     ensureOpen()
-    val cached = keys.map(k => Option(hot.get(new BytesKey(k))))
+    val cached = keys.map(k => Option(hot.get(k)))
     val missing = keys.zip(cached).collect { case (k, None) => k }
-    val stored = database.getAll(missing)
-    if (admitting) missing.zip(stored).foreach { case (k, v) => v.foreach(hot.admit(new BytesKey(k), _)) }
+    val stored = database.getAll(missing.map(_.bytes))
+    if (admitting) missing.zip(stored).foreach { case (k, v) => v.foreach(hot.admit(k, _)) }
     val fromDatabase = stored.iterator
     cached.map(_.orElse(fromDatabase.next()))
   }
@@ -199,7 +199,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
         // The version's early commits are in the database already; this write finishes it and
         // clears the in-flight marker atomically. Undoing it would need every early-committed
         // key, so such a version is not kept for rollback: a re-run rebuilds instead.
-        writeChanges(writingThrough(tx.changes), Long.MaxValue, RowFormat.of(point)) { last =>
+        writeChanges(tellingCache(tx.changes, writeThrough = true), Long.MaxValue, RowFormat.of(point)) { last =>
           timeIndexUpkeep(tx, point, last)
           last.put(database.commit, committedKey, point.toBytes)
           last.delete(database.commit, inFlightKey)
@@ -210,7 +210,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       case None =>
         val snapshot = database.db.getSnapshot
         val touched = tx.touchedKeys
-        try writeChanges(writingThrough(tx.changes), Long.MaxValue, RowFormat.of(point)) { last =>
+        try writeChanges(tellingCache(tx.changes, writeThrough = true), Long.MaxValue, RowFormat.of(point)) { last =>
           timeIndexUpkeep(tx, point, last)
           last.put(database.commit, committedKey, point.toBytes)
         }
@@ -242,7 +242,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     }
     val version = tx.base.version + 1
     val format = if (options.formatVersion == 1) RowFormat.Plain else RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs)
-    writeChanges(writingThrough(tx.changes), Long.MaxValue, format)(
+    writeChanges(tellingCache(tx.changes, writeThrough = true), Long.MaxValue, format)(
       _.put(database.commit, inFlightKey, versionBytes(version)))
     inFlightVersion = Some(version)
     tx.afterEarlyCommit()
@@ -300,7 +300,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     markInFlight(point.version)
     // The version switched TTL on: build the index as its batch did, before its rows (which index themselves).
     point.timeIndexSinceMs.filter(_ => committedPoint.timeIndexSinceMs.isEmpty).foreach(buildTimeIndex)
-    writeChanges(forgetting(changes), options.replayChunkBytes, RowFormat.of(point)) { last =>
+    writeChanges(tellingCache(changes, writeThrough = false), options.replayChunkBytes, RowFormat.of(point)) { last =>
       if (droppingTimeIndex(point)) dropTimeIndex(last)
       last.put(database.commit, committedKey, point.toBytes)
       last.delete(database.commit, inFlightKey)
@@ -454,25 +454,20 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
         throw e
     }
 
-  /** `changes`, telling the cache of each as it goes by: the database will hold exactly these values. */
-  private def writingThrough(changes: Iterator[ChangeRecord]): Iterator[ChangeRecord] = changes.map { change =>
-    change match {
-      case ChangeRecord.Put(k, v) => hot.written(k, v)
-      case ChangeRecord.Delete(k) => hot.forget(k)
-      case _: ChangeRecord.DeleteRange => hot.forgetAll()
+  /**
+   * `changes`, telling the cache of each as it goes by: the database will hold exactly these values.
+   * With `writeThrough` a put gives a cached key its new value; without (a replay, whose rows are not
+   * known to be hot) the cache forgets the key.
+   */
+  private def tellingCache(changes: Iterator[ChangeRecord], writeThrough: Boolean): Iterator[ChangeRecord] =
+    changes.map { change =>
+      change match {
+        case ChangeRecord.Put(k, v) => if (writeThrough) hot.written(k, v) else hot.forget(k)
+        case ChangeRecord.Delete(k) => hot.forget(k)
+        case _: ChangeRecord.DeleteRange => hot.forgetAll()
+      }
+      change
     }
-    change
-  }
-
-  /** `changes`, making the cache forget each key (a replay: its rows are not known to be hot). */
-  private def forgetting(changes: Iterator[ChangeRecord]): Iterator[ChangeRecord] = changes.map { change =>
-    change match {
-      case ChangeRecord.Put(k, _) => hot.forget(k)
-      case ChangeRecord.Delete(k) => hot.forget(k)
-      case _: ChangeRecord.DeleteRange => hot.forgetAll()
-    }
-    change
-  }
 
   /**
    * The TTL index writes of a commit: entries older than the transaction's expiry cutoff go (every

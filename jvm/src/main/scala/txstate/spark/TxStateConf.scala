@@ -68,8 +68,7 @@ object TxStateConf {
           maxBytes = limit(ours, "maxUncommittedBytes", Some(64L << 20), sized = true))),
       minVersionsToRetain = math.max(conf.minVersionsToRetain, 1),
       ttl = StateTtl.from(ours, prefix),
-      hotCacheBytes = ours.get("hotCacheSizeMB").fold(defaultHotCacheBytes)(v =>
-        int(Map("hotCacheSizeMB" -> v), "hotCacheSizeMB", 0, min = 0).toLong << 20))
+      hotCacheBytes = mebibytes(ours, "hotCacheSizeMB", defaultHotCacheBytes, min = 0))
   }
 
   /** A positive limit, -1 for none; with `sized`, a byte size with an optional k/m/g suffix. */
@@ -93,8 +92,9 @@ object TxStateConf {
       }
     }
 
-  private def mebibytes(ours: Map[String, String], key: String, default: Long): Long =
-    ours.get(key).fold(default)(v => int(Map(key -> v), key, 0, min = 1).toLong << 20)
+  /** A size in MiB (at least `min`), as bytes. */
+  private def mebibytes(ours: Map[String, String], key: String, default: Long, min: Int = 1): Long =
+    ours.get(key).fold(default)(v => int(Map(key -> v), key, 0, min).toLong << 20)
 
   private def int(ours: Map[String, String], key: String, default: Int, min: Int): Int =
     ours.get(key).fold(default) { raw =>
