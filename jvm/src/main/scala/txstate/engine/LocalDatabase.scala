@@ -86,9 +86,19 @@ private[engine] final class LocalDatabase private (
       db.newIterator(family, ro)
     }, range, stampedValues)
 
-  /** The raw value of `key` in one family, as of `snapshot`. */
-  def rawGet(family: ColumnFamilyHandle, snapshot: Snapshot, key: Array[Byte]): Option[Array[Byte]] =
-    Using.resource(new ReadOptions().setSnapshot(snapshot))(ro => Option(db.get(family, ro, key)))
+  /** `key`'s row as stored now, with the family holding it: what a read keeps to undo a later write. */
+  def stored(key: Array[Byte]): StoredRow =
+    lookup(None, key)(StoredRow.Stamped(_), StoredRow.Plain(_)).getOrElse(StoredRow.Absent)
+
+  /**
+   * The raw values of `keys` in one family as of `snapshot`, in order, in one multiGet (a get per key
+   * with its own ReadOptions cost three native calls a key). Callers pass keys in bounded groups.
+   */
+  def rawGetAll(family: ColumnFamilyHandle, snapshot: Snapshot, keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] =
+    if (keys.isEmpty) Nil
+    else Using.resource(new ReadOptions().setSnapshot(snapshot)) { ro =>
+      db.multiGetAsList(ro, java.util.Collections.nCopies(keys.size, family), keys.asJava).asScala.toVector.map(Option(_))
+    }
 
   def close(): Unit = if (!closed) {
     closed = true

@@ -22,8 +22,12 @@ final class Transaction private[engine] (
   private var keyDelta = 0L
   private var probedKey: BytesKey = new BytesKey(Array.emptyByteArray)
   private var lastKey: BytesKey = probedKey
-  private var probedValue: Option[Array[Byte]] = None
+  private var probedRow: CommittedRow = StoredRow.Absent
   private var probeValid = false
+  // Stored rows of keys read, then written: the commit's undo. Not kept once the version has early
+  // commits, since such a version is never undone (docs/ARCHITECTURE.md, "Early commits").
+  private val priors = new PriorRows
+  private var keepingPriors = true
   // Iterators Spark may abandon half-way: closed for it when the transaction ends.
   private val openIterators = java.util.Collections.newSetFromMap(
     new java.util.IdentityHashMap[KeyValueIterator, java.lang.Boolean]())
@@ -38,7 +42,7 @@ final class Transaction private[engine] (
   private[engine] def indexCut: Option[Long] = cut
 
   def uncommittedEntries: Long = buffer.entryCount
-  def uncommittedBytes: Long = buffer.byteSize
+  def uncommittedBytes: Long = buffer.byteSize + priors.byteSize
   def isEmpty: Boolean = buffer.isEmpty
 
   def get(key: Array[Byte]): Option[Array[Byte]] = get(keyOf(key))
@@ -60,6 +64,7 @@ final class Transaction private[engine] (
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
     val k = keyOf(key)
     if (get(k).isEmpty) keyDelta += 1
+    keepPrior(k)
     buffer.put(k, value)
   }
 
@@ -71,6 +76,7 @@ final class Transaction private[engine] (
     val k = keyOf(key)
     if (get(k).isDefined) {
       keyDelta -= 1
+      keepPrior(k)
       val onlyBuffered = buffer.lookup(k).isDefined && (buffer.hidesCommitted(key) || committedValue(k).isEmpty)
       if (onlyBuffered) buffer.forget(key) else buffer.delete(k)
     }
@@ -107,6 +113,7 @@ final class Transaction private[engine] (
   def discard(): Unit = {
     closeIterators()
     buffer.clear()
+    priors.clear()
     keyDelta = 0L
     probeValid = false
   }
@@ -118,6 +125,8 @@ final class Transaction private[engine] (
   private[engine] def afterEarlyCommit(): Unit = {
     buffer.clear()
     probeValid = false // the committed view now includes the early-committed sub-batch
+    priors.clear()
+    keepingPriors = false
   }
 
   /**
@@ -143,6 +152,9 @@ final class Transaction private[engine] (
   /** What undoing this transaction's commit must restore. */
   private[engine] def touchedKeys: TouchedKeys = buffer.touchedKeys
 
+  /** The stored rows this transaction read of the keys it wrote (handed to the commit's undo). */
+  private[engine] def priorRows: PriorRows = priors
+
   /** Changes in apply order (range deletes, then point writes). */
   def changes: Iterator[ChangeRecord] = buffer.changes
 
@@ -166,14 +178,21 @@ final class Transaction private[engine] (
   }
 
   private def committedValue(key: BytesKey): Option[Array[Byte]] = {
-    if (probeValid && (probedKey.eq(key) || probedKey == key)) probedValue
-    else {
+    if (!isProbed(key)) {
       // A plain get: RocksDB consults the bloom filter itself; keyMayExist first cost a second lookup.
-      val value = engine.getCommitted(key)
+      probedRow = engine.readCommitted(key)
       probedKey = key
-      probedValue = value
       probeValid = true
-      value
     }
+    probedRow.value
   }
+
+  private def isProbed(key: BytesKey): Boolean = probeValid && (probedKey.eq(key) || probedKey == key)
+
+  /** Before `key` is written: keeps its stored row if the read just before found it in RocksDB. */
+  private def keepPrior(key: BytesKey): Unit =
+    if (keepingPriors && isProbed(key)) probedRow match {
+      case row: StoredRow => priors.keep(key, row)
+      case _: CachedRow => () // the cache holds no stamp: the undo reads this key from its snapshot
+    }
 }

@@ -64,6 +64,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   private var committedPoint: CommitPoint = CommitPoint.empty
   private var inFlightVersion: Option[Long] = None
   private var undo: Option[Undo] = None
+  private var keysReadBack = 0
   // The TTL index this database incarnation has built for a time-index start not yet committed
   // (a batch that switched TTL on and was aborted): the retry need not build it again.
   private var timeIndexBuiltSince: Option[Long] = None
@@ -88,6 +89,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
 
   /** Set when a multi-write sequence was interrupted: the data is not exactly any version. */
   def inFlight: Option[Long] = inFlightVersion
+
+  /** Point keys the last rollback read from its snapshot: those whose stored rows its batch had not read. */
+  private[engine] def keysReadBackByLastRollback: Int = keysReadBack
 
   /** What [[rollbackLastCommit]] would restore, if the last commit can be undone. */
   def committedBeforeLastCommit: Option[CommitPoint] = undo.map(_.previous)
@@ -121,14 +125,17 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
    */
   def readCommittedView[T](waitMs: Long)(read: CommittedView => T): Option[T] = views.read(waitMs)(read)
 
-  /** A committed value, as transactions read it (the owner's thread only): from the hot-state cache, or RocksDB. */
-  private[engine] def getCommitted(key: BytesKey): Option[Array[Byte]] = {
+  /**
+   * A committed row, as transactions read it (the owner's thread only): from the hot-state cache, or
+   * from RocksDB with its stored bytes (what undoing a write of the key restores).
+   */
+  private[engine] def readCommitted(key: BytesKey): CommittedRow = {
     ensureOpen()
     val cached = hot.get(key)
-    if (cached != null) Some(cached)
+    if (cached != null) CachedRow(cached)
     else {
-      val stored = database.get(None, key.bytes)
-      if (admitting) stored.foreach(hot.admit(key, _))
+      val stored = database.stored(key.bytes)
+      if (admitting) stored.value.foreach(hot.admit(key, _))
       stored
     }
   }
@@ -221,7 +228,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
         }
         // Dropping the whole TTL index (TTL switched off) is not worth undoing: a re-run rebuilds.
         if (droppingTimeIndex(point)) database.db.releaseSnapshot(snapshot)
-        else undo = Some(Undo(snapshot, touched, committedPoint, tx.indexCut))
+        else undo = Some(Undo(snapshot, touched, tx.priorRows, committedPoint, tx.indexCut))
     }
     timeIndexBuiltSince = None
     committedPoint = point
@@ -264,21 +271,28 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     }
     // Rare (an aborted batch that spilled): the cache forgets the whole store rather than each key.
     hot.forgetAll()
-    restoreFrom(before, keys, options.replayChunkBytes, None)(_.delete(database.commit, inFlightKey))
+    restoreFrom(before, Nil, keys, options.replayChunkBytes, None)(_.delete(database.commit, inFlightKey))
     database.db.releaseSnapshot(before)
     beforeEarlyCommits = None
     inFlightVersion = None
   }
 
-  /** Restores the version before the last commit (Spark re-runs a batch this store committed). */
+  /**
+   * Restores the version before the last commit (Spark re-runs a batch this store committed). Keys
+   * whose stored rows the transaction read before writing them get those rows back with no read;
+   * the others (answered by the hot-state cache, expired, or under a range delete) are read from the
+   * pre-commit snapshot, in multiGets.
+   */
   def rollbackLastCommit(): CommitPoint = {
     ensureOpen()
     val u = undo.getOrElse(throw EngineErrors.nothingToRollBack(dir))
-    val keys = u.touched.points.iterator.map(Left(_)) ++ u.touched.ranges.iterator.map(Right(_))
+    val (known, unknown) = u.touched.points.partitionMap(k => u.priors.get(k).map(k -> _).toLeft(k))
+    keysReadBack = unknown.size
+    val keys = unknown.iterator.map(Left(_)) ++ u.touched.ranges.iterator.map(Right(_))
     u.touched.points.foreach(hot.forget)
     if (u.touched.ranges.nonEmpty) hot.forgetAll()
     // One atomic write: the restored rows and the previous commit point land together.
-    restoreFrom(u.snapshot, keys, Long.MaxValue, u.indexCut.map(TimeIndex.before))(
+    restoreFrom(u.snapshot, known, keys, Long.MaxValue, u.indexCut.map(TimeIndex.before))(
       _.put(database.commit, committedKey, u.previous.toBytes))
     releaseUndo()
     // An index built by an aborted batch that switched TTL on indexed the rows of the version just
@@ -505,21 +519,29 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   }
 
   /**
-   * Writes back, for every key or range in `keys`, what `snapshot` holds there (deleting keys it
-   * does not hold), in chunks of `chunkBytes`; `last` adds the final marker writes.
+   * Writes back the rows in `known` (keys whose stored rows were kept when they were read) and, for
+   * every key or range in `keys`, what `snapshot` holds there (deleting keys it does not hold), in
+   * chunks of `chunkBytes`; `last` adds the final marker writes.
    */
-  private def restoreFrom(snapshot: Snapshot, keys: Iterator[Either[Array[Byte], KeyRange]], chunkBytes: Long,
-      indexRange: Option[KeyRange])(last: org.rocksdb.WriteBatch => Unit): Unit =
+  private def restoreFrom(snapshot: Snapshot, known: Seq[(Array[Byte], StoredRow)],
+      keys: Iterator[Either[Array[Byte], KeyRange]], chunkBytes: Long, indexRange: Option[KeyRange])
+      (last: org.rocksdb.WriteBatch => Unit): Unit =
     Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes, RowFormat.Raw)) { writer =>
       // Each family's bytes as they were: a key goes back to the family (stamped or plain) it was in.
-      val families = if (database.mayHoldPlainRows) Seq(database.stamped, database.data) else Seq(database.stamped)
+      val families = (database.stamped -> StoredRow.StampedFamily) +:
+        (if (database.mayHoldPlainRows) Seq(database.data -> StoredRow.PlainFamily) else Nil)
       def putBack(family: org.rocksdb.ColumnFamilyHandle, range: KeyRange): Unit =
         Using.resource(database.familyRange(family, Some(snapshot), range, stampedValues = false)) {
           _.foreach(kv => writer.raw(family, kv.key, Some(kv.value)))
         }
-      keys.foreach {
-        case Left(key) => families.foreach(f => writer.raw(f, key, database.rawGet(f, snapshot, key)))
-        case Right(range) => families.foreach(putBack(_, range))
+      known.foreach { case (key, row) => families.foreach { case (f, name) => writer.raw(f, key, row.bytesIn(name)) } }
+      // In groups, so undoing early commits of any size streams their keys (read back from segments).
+      keys.grouped(restoreGroup).foreach { group =>
+        val (points, ranges) = group.partitionMap(identity)
+        families.foreach { case (f, _) =>
+          points.zip(database.rawGetAll(f, snapshot, points)).foreach { case (key, value) => writer.raw(f, key, value) }
+        }
+        ranges.foreach(range => families.foreach { case (f, _) => putBack(f, range) })
       }
       indexRange.foreach(putBack(database.byTime, _))
       writer.finish(last)
@@ -552,9 +574,12 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
 object TxEngine {
   private val committedKey = "committed".getBytes(UTF_8)
   private val inFlightKey = "in_flight".getBytes(UTF_8)
+  // Keys read from a snapshot per multiGet when undoing: big enough to amortise the native call.
+  private val restoreGroup = 4096
 
-  /** The previous version's view and the keys the last commit changed. */
-  private final case class Undo(snapshot: Snapshot, touched: TouchedKeys, previous: CommitPoint, indexCut: Option[Long])
+  /** The previous version's view, the keys the last commit changed, and the stored rows it read of them. */
+  private final case class Undo(snapshot: Snapshot, touched: TouchedKeys, priors: PriorRows, previous: CommitPoint,
+      indexCut: Option[Long])
 
   private def versionBytes(version: Long): Array[Byte] = java.nio.ByteBuffer.allocate(8).putLong(version).array()
 

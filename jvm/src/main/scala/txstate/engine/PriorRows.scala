@@ -1,0 +1,32 @@
+package txstate.engine
+
+/**
+ * The stored rows a transaction read of keys it then wrote: undoing its commit writes them back
+ * instead of reading each key from the pre-commit snapshot (docs/ARCHITECTURE.md, "Undoing the last
+ * commit"). Filled by one transaction, then only read by the engine's undo.
+ */
+private[engine] final class PriorRows {
+  private val rows = new java.util.HashMap[BytesKey, StoredRow]()
+  private var bytes = 0L
+
+  /** The first row read wins: every read of a transaction sees the same committed version. */
+  def keep(key: BytesKey, row: StoredRow): Unit =
+    if (rows.putIfAbsent(key, row) == null) bytes += key.bytes.length + row.byteSize + PriorRows.entryOverhead
+
+  def get(key: Array[Byte]): Option[StoredRow] = Option(rows.get(new BytesKey(key)))
+
+  def size: Int = rows.size
+
+  /** Heap held, counted in the transaction's uncommitted bytes (the memory bound). */
+  def byteSize: Long = bytes
+
+  def clear(): Unit = {
+    rows.clear()
+    bytes = 0L
+  }
+}
+
+private[engine] object PriorRows {
+  /** Hash node, table slot and the row object with its array header (estimated). */
+  private val entryOverhead = 80L
+}
