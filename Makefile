@@ -47,7 +47,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 .PHONY: demo test test-jvm test-python test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick \
-	bench-format bench-format-quick
+	bench-format bench-format-quick bench-scaling bench-scaling-quick
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt
@@ -139,6 +139,8 @@ conformance: $(VENV)/.installed
 #   streaming  aggregation, dropDuplicates, stream-stream join on local[2] (bench/streaming_bench.py)
 #   memory     peak executor RSS of one huge batch on local-cluster (bench/memory_bench.py)
 #   migrate    rows/s and peak RSS of `migrate` for a 5M-key aggregation (bench/migration_bench.py)
+#   scaling    updates/s, commit p50 and peak RSS per provider at 1M, 10M and 50M keys, uniform and Zipf,
+#              one JVM per run with the same heap (bench/scaling_bench.py; about an hour; quick: 100k/300k)
 #   plots      docs/bench/*.png from the newest results (installs bench/requirements.txt on demand)
 # Point-query latency: the py4j query API, the txstate data source and Spark's statestore source,
 # local, local-cluster and behind a Spark Connect server.
@@ -180,6 +182,12 @@ bench-memory-quick: $(JARS_BUILT)
 
 bench-memory: $(JARS_BUILT)
 	$(VPY) bench/memory_bench.py
+
+bench-scaling-quick: $(JARS_BUILT)
+	$(VPY) bench/scaling_bench.py --keys 100000,300000 --batches 3 --updates 50000
+
+bench-scaling: $(JARS_BUILT)
+	$(VPY) bench/scaling_bench.py
 
 bench-migrate-quick: $(JARS_BUILT)
 	$(VPY) bench/migration_bench.py --quick

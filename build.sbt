@@ -168,6 +168,8 @@ lazy val root = (project in file("."))
 // The line is $SPARK (default: the newest), as for every make target.
 val benchLine: SparkLine = lineOf(sys.env.get("SPARK").filter(_.nonEmpty).getOrElse(newestLine.line))
 
+lazy val benchJavaArgs = taskKey[File]("Writes the flags and classpath that run the benchmarks in a JVM of their own")
+
 lazy val bench = (project in file("bench"))
   .dependsOn(lineProjects(benchLine.line))
   .settings(lineSettings(benchLine))
@@ -181,5 +183,12 @@ lazy val bench = (project in file("bench"))
     run / fork := true,
     run / connectInput := false,
     run / baseDirectory := (ThisBuild / baseDirectory).value,
-    run / javaOptions ++= "-Xmx6g" +: sparkJvmFlags
+    run / javaOptions ++= "-Xmx6g" +: sparkJvmFlags,
+    // The JVM flags and classpath that run a benchmark main outside sbt, one line each: the scaling
+    // curve starts one JVM per run so that each run's peak RSS is its own (bench/scaling_bench.py).
+    benchJavaArgs := {
+      val out = (ThisBuild / baseDirectory).value / "target" / "bench-java-args"
+      IO.writeLines(out, sparkJvmFlags ++ Seq("-cp", (Runtime / fullClasspath).value.files.mkString(java.io.File.pathSeparator)))
+      out
+    }
   )

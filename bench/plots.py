@@ -3,7 +3,7 @@
   .venv/bin/python bench/plots.py        (make bench-plots; needs bench/requirements.txt)
 
 Reads bench/results/: the newest full-mode report of each kind (else the newest quick one) —
-streaming-*.json, memory-*.json, and store-*.md, the Scala store bench's markdown report (its
+streaming-*.json, memory-*.json, scaling-*.json, and store-*.md, the Scala store bench's markdown report (its
 "Results" and "Details" tables are parsed; the report is the one format that bench writes). Bars are
 medians over repetitions; whiskers span the repetitions' min–max.
 """
@@ -138,10 +138,49 @@ def plot_store(path: Path, out: Path) -> None:
     plt.close(fig)
 
 
+def plot_scaling(path: Path, out: Path) -> None:
+    """Updates/s, commit p50 and peak RSS against state size: a line per provider and key distribution."""
+    import matplotlib.pyplot as plt
+
+    data = json.loads(path.read_text())
+    cells = data["cells"]
+    peers = list(dict.fromkeys(c["peer"] for c in cells))
+    colors = dict(zip(peers, [TXSTATE_COLORS[0], TXSTATE_COLORS[1], *PEER_COLORS]))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5))
+    panels = (("updates_per_s", "updates/s (higher is better)", "updates/s"),
+              ("commit_p50_ms", "commit p50 (lower is better)", "ms"),
+              ("peak_rss_mib", "peak RSS of the JVM (lower is better)", "MiB"))
+    for ax, (metric, title, unit) in zip(axes, panels):
+        for peer in peers:
+            for dist, style in (("uniform", "-"), ("zipf", "--")):
+                run = sorted((c for c in cells if c["peer"] == peer and c["distribution"] == dist), key=lambda c: c["keys"])
+                ok = [c for c in run if c["outcome"] == "ok" and isinstance(c.get(metric), (int, float))]
+                if ok:
+                    ax.plot([c["keys"] for c in ok], [c[metric] for c in ok], style, marker="o", color=colors[peer],
+                            label=f"{peer}, {dist}")
+                for c in run:
+                    if c["outcome"].startswith("out of heap") and ok:
+                        ax.plot([c["keys"]], [ok[-1][metric]], marker="x", markersize=12, color=colors[peer])
+                        ax.annotate(c["outcome"], (c["keys"], ok[-1][metric]), fontsize=7, color=colors[peer],
+                                    xytext=(4, 4), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("keys in state")
+        ax.set_ylabel(unit)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"Scaling curve ({path.stem}): {data['batches']} batches x {data['updates']:,} get+put, "
+                 f"every JVM -Xmx{data['heap']}; x: the run ran out of heap", fontsize=10)
+    fig.text(0.01, 0.005, f"{path.name}; load average up to {max(data['loads'] or [0]):.1f} (shared machine)",
+             fontsize=7, color="gray")
+    fig.tight_layout(rect=(0, 0.02, 1, 0.95))
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=PLOTS_DIR)
-    for kind in ("streaming", "memory", "store"):
+    for kind in ("streaming", "memory", "store", "scaling"):
         parser.add_argument(f"--{kind}", type=Path, help=f"plot this {kind} result instead of the newest")
     args = parser.parse_args()
     import matplotlib
@@ -156,6 +195,8 @@ def main() -> int:
         ("streaming", args.streaming or newest("streaming-*.json", json_full), plot_streaming),
         ("memory", args.memory or newest("memory-*.json", json_full), plot_memory),
         ("store", args.store or newest("store-*.md", store_full), plot_store),
+        ("scaling", args.scaling or newest("scaling-*.json", lambda f: len(json.loads(f.read_text())["cells"]) >= 24),
+         plot_scaling),
     )
     for kind, source, plot in sources:
         if source is None:

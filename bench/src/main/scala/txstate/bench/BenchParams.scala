@@ -11,6 +11,8 @@ package txstate.bench
  * @param profile      run an extra, unmeasured txstate pass under the stack sampler
  * @param distribution how a batch picks the existing keys it updates: "uniform", or "zipf" (s = 1.1, the
  *                     hottest keys scattered over the key space)
+ * @param reopen       measure the warm and cold reopens (new providers on the checkpoint); without, the
+ *                     state is verified on the running provider (big states, where a reopen costs minutes)
  */
 final case class BenchParams(
     mode: String,
@@ -22,7 +24,8 @@ final case class BenchParams(
     profile: Boolean,
     only: Option[Set[String]],
     conf: Map[String, String] = Map.empty,
-    distribution: String = "uniform") {
+    distribution: String = "uniform",
+    reopen: Boolean = true) {
 
   def summary: String =
     s"mode=$mode, preload=$preloadKeys keys, $distribution keys, $batches batches x $updates get+put, " +
@@ -33,13 +36,14 @@ final case class BenchParams(
 object BenchParams {
   val usage: String =
     """StoreBench [--quick | --full] [--reps N] [--keys N] [--batches N] [--updates N]
-      |           [--no-profile] [--only name,name,...] [--conf key=value]... [--dist uniform|zipf]
+      |           [--no-profile] [--no-reopen] [--only name,name,...] [--conf key=value]... [--dist uniform|zipf]
       |  --quick       200k keys, 4 x 50k updates, R=1 (under ~4 minutes)
       |  --full        1M keys, 10 x 200k updates, R=3 (the default; under ~20 minutes)
       |  --dist        existing keys updated uniformly (default) or Zipf-distributed (s = 1.1)
       |  --only        peers to run, by short name: txstate, txstate-nocache, rocksdb-changelog, rocksdb-snapshot, hdfs, raw, raw-changelog,
       |                and (only when named) raw-txstate-options, raw-txstate-options-one-shard, raw-partitioned-index
       |  --no-profile  skip the sampled txstate pass
+      |  --no-reopen   skip the warm and cold reopens (verify the state on the running provider)
       |  --conf k=v    an extra SQL setting for every provider (e.g. spark.sql.streaming.stateStore.txstate.blockCacheSizeMB=64)""".stripMargin
 
   private val quick = BenchParams("quick", 200000, 4, 50000, 1, 0.10, profile = true, only = None)
@@ -48,8 +52,10 @@ object BenchParams {
   def parse(args: Seq[String]): BenchParams = {
     def loop(rest: List[String], p: BenchParams): BenchParams = rest match {
       case Nil => p
-      case "--quick" :: tail => loop(tail, quick.copy(profile = p.profile, only = p.only, conf = p.conf, distribution = p.distribution))
-      case "--full" :: tail => loop(tail, full.copy(profile = p.profile, only = p.only, conf = p.conf, distribution = p.distribution))
+      case "--quick" :: tail => loop(tail, quick.copy(profile = p.profile, only = p.only, conf = p.conf, distribution = p.distribution,
+        reopen = p.reopen))
+      case "--full" :: tail => loop(tail, full.copy(profile = p.profile, only = p.only, conf = p.conf, distribution = p.distribution,
+        reopen = p.reopen))
       case "--dist" :: d :: tail if Set("uniform", "zipf").contains(d) => loop(tail, p.copy(distribution = d))
       case "--dist" :: d :: _ => throw new IllegalArgumentException(s"StoreBench: --dist takes uniform or zipf, got '$d'.\n$usage")
       case "--reps" :: n :: tail => loop(tail, p.copy(repetitions = positive("--reps", n)))
@@ -57,6 +63,7 @@ object BenchParams {
       case "--batches" :: n :: tail => loop(tail, p.copy(batches = positive("--batches", n)))
       case "--updates" :: n :: tail => loop(tail, p.copy(updates = positive("--updates", n)))
       case "--no-profile" :: tail => loop(tail, p.copy(profile = false))
+      case "--no-reopen" :: tail => loop(tail, p.copy(reopen = false))
       case "--only" :: names :: tail => loop(tail, p.copy(only = Some(names.split(',').map(_.trim).filter(_.nonEmpty).toSet)))
       case "--conf" :: kv :: tail =>
         kv.split("=", 2) match {

@@ -24,8 +24,8 @@ final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configurati
    * @param localRoot where a peer with a stable local directory setting keeps it; such a peer runs
    *                  with it set, and its reopen is measured warm (same setting) and cold (without)
    */
-  def run(checkpointDir: File, localRoot: File, sampler: Option[Sampler] = None, maxBatches: Int = Int.MaxValue)
-      : Measurement = {
+  def run(checkpointDir: File, localRoot: File, sampler: Option[Sampler] = None, maxBatches: Int = Int.MaxValue,
+      reopen: Boolean = true): Measurement = {
     val storeId = StateStoreId(checkpointDir.getAbsolutePath, 0L, 0)
     val coldConf = peer.storeConf(extraConf)
     val warmConf = peer.localDirKey.map(key => peer.storeConf(extraConf + (key -> localRoot.getAbsolutePath)))
@@ -57,14 +57,18 @@ final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configurati
     val (rerun, rerunMs) = timed(provider.getStore(version))
     rerun.abort()
     version = committed
-    // A kept local directory should hold the latest version when the provider goes away.
-    if (warmConf.isDefined) provider.getStore(version).abort()
+    // A kept local directory should hold the latest version when the provider goes away. Without
+    // the reopens (the scaling curve's big states), the state is verified on this provider instead.
+    val verifiedInPlace = if (warmConf.isDefined || !reopen) {
+      val latest = provider.getStore(version)
+      try if (reopen) None else Some(verify(latest)) finally latest.abort()
+    } else None
 
     val (_, maintenanceMs) = timed(provider.doMaintenance())
     provider.close()
 
     // Warm reopen: a new provider that finds the kept local directory.
-    val warm = warmConf.map { conf =>
+    val warm = warmConf.filter(_ => reopen).map { conf =>
       val reopened = create(storeId, conf)
       try {
         val (store, ms) = timed(reopened.getStore(version))
@@ -75,11 +79,15 @@ final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configurati
     }
 
     // Cold reopen: a new provider (new local directory) on the same checkpoint.
-    val reopened = create(storeId, coldConf)
-    val (store, coldReopenMs) = timed(reopened.getStore(version))
-    val verified = warm.map(_._2).filter(_.isLeft).getOrElse(verify(store))
-    store.abort()
-    reopened.close()
+    val (verified, coldReopenMs) = verifiedInPlace.map(_ -> Double.NaN).getOrElse {
+      val reopened = create(storeId, coldConf)
+      try {
+        val (store, ms) = timed(reopened.getStore(version))
+        val ok = warm.map(_._2).filter(_.isLeft).getOrElse(verify(store))
+        store.abort()
+        (ok, ms)
+      } finally reopened.close()
+    }
 
     Measurement(
       batchRates = measured.map(t => t.rows / ((t.openNs + t.loopNs + t.commitNs) / 1e9)),

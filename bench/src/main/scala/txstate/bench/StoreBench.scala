@@ -87,7 +87,7 @@ object StoreBench {
         peers.foreach { peer =>
           val dir = new File(scratch, s"${peer.name}-rep$rep")
           val local = new File(scratch, s"${peer.name}-rep$rep-local")
-          try record(peer.name, new ProviderRun(peer, plan, hadoopConf, params.conf).run(dir, local))
+          try record(peer.name, new ProviderRun(peer, plan, hadoopConf, params.conf).run(dir, local, reopen = params.reopen))
           finally { ProviderRun.deleteRecursively(dir); ProviderRun.deleteRecursively(local) }
         }
       }
@@ -118,12 +118,27 @@ object StoreBench {
         notes = notes(params),
         profile = profile)
       println(report)
-      Results.write("store", stamp, report).foreach(f => progress(s"wrote ${f.getPath}"))
+      Results.write("store", stamp, report, Some(summaryData(params, results.toMap, labels)))
+        .foreach(f => progress(s"wrote ${f.getPath}"))
     } finally {
       spark.stop()
       ProviderRun.deleteRecursively(scratch)
     }
   }
+
+  /** The report's headline numbers per peer, for scripts (bench/scaling_bench.py); a failed peer says why. */
+  private def summaryData(params: BenchParams, results: Map[String, Either[String, Vector[Measurement]]],
+      labels: Map[String, String]): Map[String, Any] = Map(
+    "keys" -> params.preloadKeys, "distribution" -> params.distribution, "batches" -> params.batches,
+    "updates" -> params.updates, "repetitions" -> params.repetitions,
+    "peers" -> results.map {
+      case (name, Left(why)) => name -> Map("label" -> labels(name), "failed" -> why)
+      case (name, Right(ms)) =>
+        val s = PeerSummary(name, labels(name), ms)
+        name -> Map("label" -> s.label, "updates_per_s" -> s.updatesPerSec, "updates_per_cpu_s" -> s.cpuRate,
+          "commit_p50_ms" -> s.commitP50, "preload_ms" -> s.preloadMs, "rerun_ms" -> s.rerunMs,
+          "checkpoint_bytes" -> s.checkpointBytes, "verified" -> s.verification)
+    })
 
   /** An extra, unmeasured txstate run with the stack sampler on during its first batches. */
   private def profileTxstate(plan: Workload.Plan, hadoopConf: org.apache.hadoop.conf.Configuration,
