@@ -38,9 +38,9 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
     val path = changelogPath(version, idInName)
     val changelog = ChangelogFile.read(reads, path)
     val h = changelog.header
-    if (h.version != version || idInName.exists(_ != h.checkpointId)) {
-      throw CheckpointErrors.corruptChangelog(path, s"its header says version ${h.version} (${h.checkpointId}): " +
-        "another version's file is in its place")
+    if (h.version != version) {
+      throw CheckpointErrors.corruptChangelog(path, s"its header says version ${h.version}: another version's file " +
+        "is in its place")
     }
     changelog
   }

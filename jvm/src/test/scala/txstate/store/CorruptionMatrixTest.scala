@@ -12,7 +12,7 @@ import org.apache.hadoop.fs.Path
 import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, DBOptions, Options, RocksDB}
 import org.scalatest.funsuite.AnyFunSuite
 
-import txstate.TempDirectories
+import txstate.{KilledLockHolder, TempDirectories}
 import txstate.checkpoint.StoreCheckpoint
 import txstate.engine.KeyRange
 
@@ -74,6 +74,20 @@ final class CorruptionMatrixTest extends AnyFunSuite with TempDirectories {
           }
       }
     }
+  }
+
+  test("RocksDB's LOCK held by a process that was then killed: never wiped meanwhile, reused afterwards") {
+    val written = copyOf(histories(false))
+    KilledLockHolder.lockThenKill(new File(written.local, "LOCK")) {
+      val e = intercept[Exception](open(written.root, written.local, idsInFileNames = false))
+      assert(e.getMessage.contains("LOCK"), chain(e))
+      assert(new File(written.local, "CURRENT").isFile, "a database another process holds is not damage: it stays")
+    }
+    val inst = open(written.root, written.local, idsInFileNames = false)
+    try {
+      assert(inst.load(5, None).path == LoadPath.Reused, "the directory survived the live holder")
+      assert(contents(inst) == written.model)
+    } finally inst.close()
   }
 
   // ---- writing and loading -------------------------------------------------------------------
