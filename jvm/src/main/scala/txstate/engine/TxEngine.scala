@@ -402,7 +402,20 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
           reopen()
           throw e
       }
-      reopen()
+      try openDatabase()
+      catch {
+        case e: LocalStateException if e.errorCode == EngineErrors.damagedDatabaseCode =>
+          // Files that passed the caller's checks but that RocksDB refuses (a snapshot uploaded from
+          // an already damaged local file, whose checksum matches the damage): the engine stays open
+          // on an empty database, so the caller can fall back to another source.
+          deleteRecursively(dir.toPath)
+          reopen()
+          throw e
+        case e: Throwable =>
+          closed = true
+          closeOptions()
+          throw e
+      }
     }
   }
 
