@@ -10,8 +10,8 @@ import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
 import txstate.checkpoint.{ChangelogHeader, LineageChain, StoreCheckpoint}
-import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, EngineErrors, HotStateCache, LocalStateException, Transaction,
-  TxEngine}
+import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, EngineErrors, HotStateCache,
+  LocalStateException, Transaction, TxEngine}
 
 /**
  * One store instance, and the single owner of everything it is made of: the local transactional
