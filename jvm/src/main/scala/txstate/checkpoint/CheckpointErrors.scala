@@ -18,7 +18,8 @@ final class CorruptChangelogException(path: Path, why: String, cause: Throwable)
 final class MissingChangelogException(path: Path, cause: Throwable)
     extends CheckpointFileException(path,
       s"[TXSTATE_MISSING_CHANGELOG] the changelog $path is missing. The checkpoint lacks a version that must be " +
-        "replayed; it may have been deleted by hand or by a cleanup with a smaller minBatchesToRetain.", cause)
+        "replayed; it may have been deleted by hand or by a cleanup with a smaller minBatchesToRetain. To load " +
+        "this version, restore the file from a backup or restart the query from a new checkpoint.", cause)
 
 /** A snapshot manifest or one of its stored files whose bytes are damaged or missing. */
 final class CorruptSnapshotException(path: Path, why: String, cause: Throwable)

@@ -34,11 +34,32 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
 
   def snapshotPath(version: Long, checkpointId: String): Path = new Path(root, SnapshotNames.written(version, checkpointId))
 
-  def readChangelog(version: Long, idInName: Option[String]): Changelog =
-    ChangelogFile.read(reads, changelogPath(version, idInName))
+  def readChangelog(version: Long, idInName: Option[String]): Changelog = {
+    val path = changelogPath(version, idInName)
+    val changelog = ChangelogFile.read(reads, path)
+    val h = changelog.header
+    if (h.version != version) {
+      throw CheckpointErrors.corruptChangelog(path, s"its header says version ${h.version}: another version's file " +
+        "is in its place")
+    }
+    changelog
+  }
 
-  def readSegment(version: Long, checkpointId: String, k: Int): Changelog =
-    ChangelogFile.read(reads, segmentPath(version, checkpointId, k))
+  /**
+   * Segment `k` of attempt `checkpointId` of `version`. Its header must say exactly that: a segment
+   * file of the same attempt in another's place (a stale copy put back) is valid in every other way,
+   * and replaying it would silently give wrong state.
+   */
+  def readSegment(version: Long, checkpointId: String, k: Int): Changelog = {
+    val path = segmentPath(version, checkpointId, k)
+    val segment = ChangelogFile.read(reads, path)
+    val h = segment.header
+    if (h.version != version || h.checkpointId != checkpointId || h.segments != k) {
+      throw CheckpointErrors.corruptChangelog(path, s"its header says segment ${h.segments} of version ${h.version} " +
+        s"(${h.checkpointId}), not segment $k of version $version ($checkpointId): another segment is in its place")
+    }
+    segment
+  }
 
   /**
    * Every change of a version: its early-commit segments in order, then its changelog's own records.
@@ -66,7 +87,15 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
   def readManifest(version: Long, checkpointId: String): SnapshotManifest = {
     val written = snapshotPath(version, checkpointId)
     val renamed = new Path(root, SnapshotNames.besideHdfs(version, checkpointId))
-    SnapshotManifest.read(reads, if (!reads.exists(written) && reads.exists(renamed)) renamed else written)
+    val path = if (!reads.exists(written) && reads.exists(renamed)) renamed else written
+    val manifest = SnapshotManifest.read(reads, path)
+    // Another version's manifest in this one's place is a valid file: restoring it and replaying the
+    // changelogs above this version would silently skip the versions in between.
+    if (manifest.version != version || manifest.checkpointId != checkpointId) {
+      throw CheckpointErrors.corruptSnapshot(path, s"it describes version ${manifest.version} " +
+        s"(${manifest.checkpointId}), not version $version ($checkpointId) as its name says")
+    }
+    manifest
   }
 
   /** Copies `sst/<file.storedName>` to `target`, verifying its size and CRC32C. */

@@ -37,6 +37,14 @@ private[txstate] object EngineErrors {
     new LocalStateException("TXSTATE_LOCAL_DIR",
       s"cannot create the local state directory $dir; check the disk and spark.sql.streaming.stateStore.txstate.localDir")
 
+  /** The code of [[damagedDatabase]]: the store layer wipes a stable directory that fails this way. */
+  val damagedDatabaseCode = "TXSTATE_DAMAGED_LOCAL_STATE"
+
+  def damagedDatabase(dir: File, cause: Throwable): LocalStateException =
+    new LocalStateException(damagedDatabaseCode,
+      s"the local state database in $dir cannot be opened: RocksDB finds its files damaged or missing " +
+        s"(${cause.getMessage}). Delete the directory; it is rebuilt from the checkpoint.", cause)
+
   def unreadableCommitPoint(dir: File, cause: Throwable): LocalStateException =
     new LocalStateException("TXSTATE_UNREADABLE_COMMIT_POINT",
       s"the local state database in $dir records a commit point this build cannot read (${cause.getMessage}). " +

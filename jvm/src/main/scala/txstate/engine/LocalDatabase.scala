@@ -148,6 +148,17 @@ private[engine] object LocalDatabase {
   val commitFamily = "commit"
   private val defaultFamily = new String(RocksDB.DEFAULT_COLUMN_FAMILY, UTF_8)
 
+  /**
+   * True when RocksDB refused the files of a database, not the machine: a checksum or format it
+   * finds wrong (Corruption), a missing CURRENT beside other files (InvalidArgument), or a file that
+   * CURRENT or the MANIFEST names and the directory lacks (an IOError of ENOENT). A held lock, a full
+   * disk or a denied permission are not damage: deleting the directory would not help.
+   */
+  def isDamage(e: RocksDBException): Boolean = Option(e.getStatus).exists { status =>
+    status.getCode == Status.Code.Corruption || status.getCode == Status.Code.InvalidArgument ||
+      (status.getCode == Status.Code.IOError && Option(e.getMessage).exists(_.contains("No such file or directory")))
+  }
+
   /** Opens (or creates) the database with our families and any a newer build added (see the class comment). */
   def open(dir: File, dbOptions: DBOptions, dataOptions: ColumnFamilyOptions, commitOptions: ColumnFamilyOptions)
       : LocalDatabase = {

@@ -7,7 +7,7 @@ import java.util.{Comparator, UUID}
 
 import scala.util.Using
 
-import org.rocksdb.{BlockBasedTableConfig, BloomFilter, Checkpoint, ColumnFamilyOptions, CompressionType, DBOptions, FlushOptions, IndexType, LRUCache, RocksDB, Snapshot, WriteOptions}
+import org.rocksdb.{BlockBasedTableConfig, BloomFilter, Checkpoint, ColumnFamilyOptions, CompressionType, DBOptions, FlushOptions, IndexType, LRUCache, RocksDB, RocksDBException, Snapshot, WriteOptions}
 
 /**
  * The transactional RocksDB engine of one store instance (KIP-892 in bytes, no Spark types).
@@ -416,7 +416,20 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
           reopen()
           throw e
       }
-      reopen()
+      try openDatabase()
+      catch {
+        case e: LocalStateException if e.errorCode == EngineErrors.damagedDatabaseCode =>
+          // Files that passed the caller's checks but that RocksDB refuses (a snapshot uploaded from
+          // an already damaged local file, whose checksum matches the damage): the engine stays open
+          // on an empty database, so the caller can fall back to another source.
+          deleteRecursively(dir.toPath)
+          reopen()
+          throw e
+        case e: Throwable =>
+          closed = true
+          closeOptions()
+          throw e
+      }
     }
   }
 
@@ -430,14 +443,19 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     }
 
   private def openDatabase(): Unit = {
-    val opened = LocalDatabase.open(dir, dbOptions, dataOptions, commitOptions)
+    val opened =
+      try LocalDatabase.open(dir, dbOptions, dataOptions, commitOptions)
+      catch { case e: RocksDBException if LocalDatabase.isDamage(e) => throw EngineErrors.damagedDatabase(dir, e) }
     try {
       committedPoint = Option(opened.db.get(opened.commit, committedKey)).map(readCommitPoint).getOrElse(CommitPoint.empty)
       inFlightVersion = Option(opened.db.get(opened.commit, inFlightKey)).map(b => java.nio.ByteBuffer.wrap(b).getLong)
     } catch {
       case e: Throwable =>
         opened.close() // releases RocksDB's LOCK, so the directory can be deleted or reopened
-        throw e
+        e match {
+          case r: RocksDBException if LocalDatabase.isDamage(r) => throw EngineErrors.damagedDatabase(dir, r)
+          case _ => throw e
+        }
     }
     database = opened
     // A database holding an interrupted write is no version at all: nothing to show until a load.

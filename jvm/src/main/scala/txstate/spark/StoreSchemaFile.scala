@@ -39,7 +39,9 @@ object StoreSchemaFile {
   def ensure(id: StateStoreId, schema: StoreSchema, hadoopConf: Configuration): Unit = {
     val target = path(id)
     val text = schema.json
-    if (read(target, hadoopConf).forall(_ != text)) {
+    // A file the file system reports damaged (a checksum error) is rewritten like one that differs.
+    val current = try read(target, hadoopConf) catch { case _: java.io.IOException => None }
+    if (current.forall(_ != text)) {
       val fs = target.getFileSystem(hadoopConf)
       val temp = new Path(target.getParent, s".${target.getName}.${java.util.UUID.randomUUID()}.tmp")
       Using.resource(fs.create(temp, true))(_.write(text.getBytes(UTF_8)))
@@ -57,7 +59,11 @@ object StoreSchemaFile {
   /** The schema of a store, if a txstate provider has written one. */
   def load(stateRoot: String, operatorId: Long, storeName: String, hadoopConf: Configuration): Option[StoreSchema] = {
     val file = path(stateRoot, operatorId, storeName)
-    read(file, hadoopConf).map { text =>
+    // A file system's own check (Hadoop's .crc side files) reports damage without naming what to do.
+    val found =
+      try read(file, hadoopConf)
+      catch { case e: java.io.IOException => throw TxStateErrors.badSchemaFile(file.toString, e) }
+    found.map { text =>
       try {
         val fields = JsonMethods.parse(text) match {
           case JObject(f) => f.toMap

@@ -10,7 +10,8 @@ import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
 import txstate.checkpoint.{ChangelogHeader, LineageChain, StoreCheckpoint}
-import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, HotStateCache, Transaction, TxEngine}
+import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, EngineErrors, HotStateCache,
+  LocalStateException, Transaction, TxEngine}
 
 /**
  * One store instance, and the single owner of everything it is made of: the local transactional
@@ -299,7 +300,7 @@ object StoreInstance {
       opened += (() => local.release())
       val checkpoint = new StoreCheckpoint(checkpointRoot, hadoopConf)
       opened += checkpoint
-      val engine = TxEngine.open(local.dir, options.engine, cache)
+      val engine = openEngine(local, options, cache, label)
       opened += engine
       new StoreInstance(local, checkpoint, engine, new SnapshotStager(local.stagingDir, checkpoint), options, label)
     } catch {
@@ -308,6 +309,25 @@ object StoreInstance {
         throw e
     }
   }
+
+  /**
+   * The engine over `local`. A stable directory outlives its process, so its files can be found
+   * damaged (a disk error, a crash during a file system repair, a hand edit). It only ever holds
+   * versions the checkpoint already has (the changelog is written before the local commit), so
+   * such a directory is wiped, opened empty, and the load rebuilds from the checkpoint
+   * (docs/reliability.md, "Corruption matrix").
+   */
+  private def openEngine(local: LocalDirectory, options: StoreOptions, cache: HotStateCache, label: String): TxEngine =
+    try TxEngine.open(local.dir, options.engine, cache)
+    catch {
+      case e: LocalStateException if local.stable && e.errorCode == EngineErrors.damagedDatabaseCode =>
+        openLog.warn(s"txstate: the local directory of $label is damaged; wiping it, the load rebuilds from the " +
+          s"checkpoint: ${e.getMessage}")
+        TxEngine.delete(local.dir)
+        TxEngine.open(local.dir, options.engine, cache)
+    }
+
+  private val openLog = LoggerFactory.getLogger(classOf[StoreInstance])
 
   private def millisSince(startNanos: Long): Long = (System.nanoTime() - startNanos) / 1000000
 }
