@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench_common import (CHANGELOG_CONF, PROVIDER_CLASS_CONF, ROCKSDB_CHANGELOG, TXSTATE, Peer, fmt_num,
-                          fmt_ratio, load_average, machine_facts, publish, ratio, table, timestamp)
+from bench_common import (ROCKSDB_CHANGELOG, TXSTATE, fmt_num, fmt_ratio, load_average, machine_facts, publish,
+                          ratio, table, timestamp)
 from dfs_cluster import DfsCluster
 from streaming_harness import await_available_now, plugin_jar
 
 RUN_TIMEOUT_S = 600
-SETTLE_S = 6.0  # maintenance runs every second: a few rounds upload pending snapshots and clean up
+SETTLE_S = 6.0  # with maintenance every second, a few rounds upload pending snapshots and clean up
 PEERS = (TXSTATE, ROCKSDB_CHANGELOG)
 # The client calls each table row counts (the NameNode's RPC method names); the DataNode's own
 # calls to the NameNode (heartbeats, block reports) are not requests of a store.
@@ -60,6 +60,7 @@ class Params:
     keys: int
     updates: int
     partitions: int
+    maintenance: str
 
 
 def parse_args() -> Params:
@@ -68,8 +69,10 @@ def parse_args() -> Params:
     parser.add_argument("--keys", type=int, default=20_000, help="distinct keys")
     parser.add_argument("--updates", type=int, default=5_000, help="rows per batch (random keys)")
     parser.add_argument("--partitions", type=int, default=2, help="shuffle partitions = stores per batch")
+    parser.add_argument("--maintenance", default="1s",
+                        help="spark.sql.streaming.stateStore.maintenanceInterval (Spark's default: 60s)")
     args = parser.parse_args()
-    return Params(args.batches, args.keys, args.updates, args.partitions)
+    return Params(args.batches, args.keys, args.updates, args.partitions, args.maintenance)
 
 
 def write_input(directory: Path, params: Params) -> None:
@@ -92,9 +95,10 @@ def build_session(params: Params):
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.memory": "2g",
-        # Spark's defaults for snapshots (every 10 versions); maintenance every second instead of a
-        # minute, and 10 batches retained instead of 100, so the run sees uploads and cleanups.
-        "spark.sql.streaming.stateStore.maintenanceInterval": "1s",
+        # Spark's defaults for snapshots (every 10 versions); maintenance every second (--maintenance)
+        # instead of a minute, and 10 batches retained instead of 100, so the run sees uploads and
+        # cleanups. Each maintenance round costs requests of its own: compare --maintenance 60s.
+        "spark.sql.streaming.stateStore.maintenanceInterval": params.maintenance,
         "spark.sql.streaming.minBatchesToRetain": "10",
     }
     builder = SparkSession.builder.master("local[2]").appName("txstate-dfs-requests")
@@ -183,15 +187,15 @@ def main() -> int:
             for label in tx]
     logs_body = [[label, fmt_num(value / params.batches)] for label, value in logs.items()]
     command = (f".venv/bin/python bench/dfs_requests.py --batches {params.batches} --keys {params.keys} "
-               f"--updates {params.updates} --partitions {params.partitions}")
+               f"--updates {params.updates} --partitions {params.partitions} --maintenance {params.maintenance}")
     markdown = "\n".join([
         f"# HDFS requests and bytes per micro-batch per store ({stamp})",
         "",
         f"`{command}` (`make bench-dfs`). A streaming `groupBy(k).agg(count, sum)` in update mode, "
         f"{params.batches} micro-batches of {params.updates:,} rows over {params.keys:,} keys, "
         f"{params.partitions} stores (shuffle partitions), checkpoint on a NameNode + DataNode "
-        "(MiniDFSCluster) on loopback; snapshots every 10 versions (Spark's default), maintenance "
-        "every second, 10 batches retained. Counts are the NameNode's client RPC calls and the "
+        f"(MiniDFSCluster) on loopback; snapshots every 10 versions (Spark's default), maintenance "
+        f"every {params.maintenance}, 10 batches retained. Counts are the NameNode's client RPC calls and the "
         "DataNode's bytes, over the whole run and its maintenance (snapshot uploads, cleanups), "
         "minus a stateless query's (Spark's offset and commit logs), divided by batches × stores.",
         "",

@@ -143,6 +143,8 @@ def main() -> int:
                         help="hdfs://host:port: put the checkpoint on this HDFS (with --webhdfs); default local")
     parser.add_argument("--webhdfs", default=None, help="http://host:port of that HDFS's NameNode (WebHDFS)")
     args = parser.parse_args()
+    if bool(args.hdfs) != bool(args.webhdfs):
+        parser.error("--hdfs and --webhdfs go together (the checkpoint is written to one, listed through the other)")
 
     work_dir: Path = args.work_dir
     checkpoint = work_dir / "checkpoint"

@@ -8,8 +8,8 @@ import java.nio.charset.StandardCharsets.UTF_8
  *
  *   java -cp <target/dfs-classpath.txt> txstate.dfs.MiniDfsLauncher <baseDir>
  *
- * Prints `TXSTATE_DFS_READY <hdfs uri> <WebHDFS url>` once the cluster is up, then answers each `counters` line on
- * stdin with `TXSTATE_DFS_COUNTERS {"name": value, ...}`. `stop`, or the end of stdin (the parent
+ * Prints `TXSTATE_DFS_READY <hdfs uri> <WebHDFS url>` once the cluster is up, then answers each
+ * `counters` line on stdin with `TXSTATE_DFS_COUNTERS {"name": value, ...}`. `stop`, or the end of stdin (the parent
  * died), shuts the cluster down and exits, so a cluster never outlives the process that started it.
  */
 object MiniDfsLauncher {

@@ -82,7 +82,8 @@ final class HdfsCheckpointTest extends AnyFunSuite with ProviderFixture {
       assert(s5.metrics.numKeys == 6)
       val metrics = custom(s5)
       assert(metrics("txstateRebuilds") == 1, metrics)
-      assert(metrics("txstateChangelogsReplayed") == 1, s"version 4's snapshot from HDFS, then version 5's changelog: $metrics")
+      assert(metrics("txstateChangelogsReplayed") == 1,
+        s"version 4's snapshot from HDFS, then version 5's changelog: $metrics")
       s5.abort()
       val s2 = p.getStore(2)
       assert(contents(s2) == expected(2))
