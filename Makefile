@@ -32,6 +32,8 @@ pyspark_of = $(shell awk '$$1 == "$(1)" {print $$4}' project/spark-lines.tsv)
 JARS := $(foreach line,$(LINES),$(call jar_of,$(line)))
 JAR := $(call jar_of,$(LINE))
 JARS_BUILT := target/.jars-built
+# The 4.3 test classpath with Hadoop's mini DFS cluster, for tests/dfs_cluster.py (build.sbt, dfsClasspath).
+DFS_CLASSPATH := target/dfs-classpath.txt
 VPY := $(call venv_of,$(LINE))/bin/python
 WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
 PY_SOURCES := $(shell find python -name '*.py' -not -path '*/build/*' 2>/dev/null)
@@ -44,7 +46,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo test test-jvm test-python test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo test test-jvm test-python test-dfs bench-dfs test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick
@@ -101,8 +103,22 @@ test-jvm: $(VENV)/.installed
 	$(SBT) test
 
 # The whole pytest suite on the newest line.
-test-python: $(JARS_BUILT) $(WHEEL)
+test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
 	$(VPY) -m pytest tests
+
+# A real HDFS (NameNode + DataNode, Hadoop's MiniDFSCluster) under the checkpoint: the Scala
+# provider test and the pytest cases (both also run in `make test`). tests/test_hdfs.py starts the
+# cluster's JVM from the 4.3 line's test classpath, which sbt writes to $(DFS_CLASSPATH).
+$(DFS_CLASSPATH): $(VENV)/.installed $(SCALA_SOURCES)
+	$(SBT) spark43/Test/compile
+test-dfs: $(JARS_BUILT) $(VENV)/.installed
+	$(SBT) "spark43/testOnly txstate.spark.HdfsCheckpointTest"
+	$(VPY) -m pytest tests/test_hdfs.py
+
+# Requests and bytes per micro-batch per store on HDFS, txstate against Spark's RocksDB provider
+# (changelog on): bench/results/dfs-requests-<timestamp>.md.
+bench-dfs: $(JARS_BUILT) $(DFS_CLASSPATH)
+	$(VPY) bench/dfs_requests.py
 
 # Every equivalence case migrated in every direction (CI runs every case hdfs -> txstate and one
 # case per state shape in the other directions).

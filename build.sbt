@@ -151,7 +151,27 @@ def conformance(line: SparkLine, main: Project): Project =
 lazy val spark40 = sparkLine(lineOf("4.0"))
 lazy val spark41 = sparkLine(lineOf("4.1"))
 lazy val spark42 = sparkLine(lineOf("4.2"))
-lazy val spark43 = sparkLine(lineOf("4.3"))
+// The 4.3 line's tests also run a real NameNode and DataNode (docs/reliability.md, "Distributed file
+// systems"): Hadoop's shaded mini cluster, at the Hadoop version pyspark 4.3.0 ships
+// (hadoop-client-api/-runtime-3.5.0 in its jars), test-only and intransitive (it builds on those two).
+// The test classpath is written to target/dfs-classpath.txt for the pytest fixture that starts the
+// cluster as its own JVM (tests/dfs_cluster.py).
+val hadoopVersion = "3.5.0"
+lazy val dfsClasspath = taskKey[File]("Writes the mini DFS cluster's classpath (4.3 test classes) for tests/dfs_cluster.py")
+lazy val spark43 = sparkLine(lineOf("4.3")).settings(
+  libraryDependencies += ("org.apache.hadoop" % "hadoop-client-minicluster" % hadoopVersion % Test).intransitive(),
+  dfsClasspath := {
+    val out = (ThisBuild / baseDirectory).value / "target" / "dfs-classpath.txt"
+    // The test classes' folder and what the cluster needs: Hadoop's client and mini cluster jars, Scala,
+    // logging (not fullClasspath: that runs Test / compile; and Spark's 250 jars slow the JVM down).
+    val needed = "^(hadoop-client-|scala-library-|log4j-|slf4j-|jcl-over-slf4j-).*\\.jar$".r
+    val entries = (Test / classDirectory).value +:
+      (Test / dependencyClasspath).value.map(_.data).filter(f => needed.findFirstIn(f.getName).isDefined)
+    IO.write(out, entries.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))
+    out
+  },
+  Test / compile := (Test / compile).dependsOn(dfsClasspath).value
+)
 lazy val lineProjects = Map("4.0" -> spark40, "4.1" -> spark41, "4.2" -> spark42, "4.3" -> spark43)
 
 lazy val conformance40 = conformance(lineOf("4.0"), spark40)

@@ -30,9 +30,12 @@ worker launching one executor JVM, each executor running one task at a time). Th
 The test computes the expected rows from the input and compares; this script asserts nothing
 except that it could do what it was asked (a kill that found no task to interrupt is an error).
 
+With `--hdfs`/`--webhdfs` the checkpoint is on that HDFS (test_hdfs.py), read over WebHDFS.
+
 Usage: executor_failure_job.py --input DIR --work-dir DIR --result FILE [--provider CLASS]
        [--query count_sum|dedup|count] [--ttl DURATION] [--batch-pause SECONDS]
        [--kill-batch B] [--kill-after-segments N] [--max-bytes 1m] [--timeout SECONDS]
+       [--hdfs hdfs://HOST:PORT --webhdfs http://HOST:PORT]
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from typing import Any, Callable, NamedTuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import streaming_harness  # noqa: E402
+from dfs_cluster import WebHdfsPath  # noqa: E402
 from cluster_tasks import (  # noqa: E402
     alongside,
     executor_ids,
@@ -135,10 +139,18 @@ def main() -> int:
     parser.add_argument("--kill-after-segments", type=int, default=2)
     parser.add_argument("--max-bytes", default="1m")
     parser.add_argument("--timeout", type=float, default=240.0)
+    parser.add_argument("--hdfs", default=None,
+                        help="hdfs://host:port: put the checkpoint on this HDFS (with --webhdfs); default local")
+    parser.add_argument("--webhdfs", default=None, help="http://host:port of that HDFS's NameNode (WebHDFS)")
     args = parser.parse_args()
+    if bool(args.hdfs) != bool(args.webhdfs):
+        parser.error("--hdfs and --webhdfs go together (the checkpoint is written to one, listed through the other)")
 
     work_dir: Path = args.work_dir
     checkpoint = work_dir / "checkpoint"
+    if args.hdfs:
+        # Listed and read over WebHDFS by the same helpers; Spark writes to str(checkpoint), hdfs://.
+        checkpoint = WebHdfsPath(args.hdfs, args.webhdfs, f"/executor-failure/{work_dir.name}/checkpoint")
     query_kind = QUERIES[args.query]
     version = args.kill_batch + 1  # batch b commits version b + 1
     report: dict = {"provider": args.provider, "kill": None, "errors": [], "query_exception": None,

@@ -306,15 +306,19 @@ def run_case(
     timeout_s: float = 180.0,
     after_run: Callable[[int, Path], None] | None = None,
     expect_provider: str | tuple[str, ...] | None = None,
+    checkpoint: Path | None = None,
 ) -> RunOutput:
     """Run the case's query on `provider`, restarting at the case's restart points.
 
     `after_run(run_index, checkpoint)`, when given, is called after each run's query has stopped
     (for example to inspect or damage the checkpoint before the next run starts).
     `expect_provider`: the provider (or providers) the checkpoint may record at the end (default
-    `provider`; another one when `after_run` migrated the checkpoint)."""
+    `provider`; another one when `after_run` migrated the checkpoint).
+    `checkpoint`: where the query's checkpoint goes (default `work_dir / "checkpoint"`); any object
+    with pathlib.Path's reading methods whose str() Spark can write to, e.g. a
+    dfs_cluster.WebHdfsPath for a checkpoint on HDFS."""
     inputs = InputFiles(work_dir / "input", list(case.sources))
-    checkpoint = work_dir / "checkpoint"
+    checkpoint = checkpoint if checkpoint is not None else work_dir / "checkpoint"
     output = RunOutput(provider=provider)
     collector = BatchCollector(output)
     conf = {PROVIDER_CLASS_CONF: provider, **(extra_conf or {})}

@@ -1,0 +1,93 @@
+"""txstate with its checkpoint on a real HDFS: a NameNode and a DataNode (Hadoop's MiniDFSCluster,
+the Hadoop version pyspark ships) in their own JVM on loopback, started once for this module
+(tests/dfs_cluster.py) and stopped at its end.
+
+- Operator equivalence: a case per state shape from test_operator_equivalence (an aggregation, a
+  deduplication with eviction, the four stores of a stream-stream outer join), each with a stop
+  and restart in the middle, emits batch by batch what Spark's HDFS provider emits on local disk,
+  while every byte of txstate's state goes through HDFS (the changelogs are listed there).
+- An executor killed mid-batch, before its store commits, with the checkpoint on HDFS: the same
+  job and checks as test_executor_failure, the early-commit segments and changelogs written to
+  and listed on HDFS.
+
+Needs target/dfs-classpath.txt and the 4.3 test classes (`build/sbt spark43/Test/compile`); fails,
+never skips, without them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from cluster_tasks import check_killed_before_commit, run_job_script
+from dfs_cluster import DfsCluster, DfsUnavailable
+from streaming_harness import InputFiles, assert_same_output, list_checkpoint, run_case
+from test_executor_failure import (
+    JOB,
+    JOB_TIMEOUT_S,
+    KILL_AFTER_SEGMENTS,
+    KILL_BATCH,
+    QUERY_TIMEOUT_S,
+    differences,
+    expected_updates,
+    input_batches,
+    read_rows,
+)
+from test_operator_equivalence import OPERATOR_CASES, run_reference
+
+# One case per state shape: keyed aggregation, dedup with watermark eviction, a stream-stream join.
+HDFS_CASES = ("aggregation_update", "dedup_with_watermark", "stream_stream_left_outer_join")
+
+
+@pytest.fixture(scope="module")
+def dfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DfsCluster]:
+    """A NameNode and a DataNode in their own JVM, for this module's tests."""
+    try:
+        cluster = DfsCluster.start(tmp_path_factory.mktemp("dfs"))
+    except DfsUnavailable as error:
+        pytest.fail(str(error), pytrace=False)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.parametrize("case", [c for c in OPERATOR_CASES if c.name in HDFS_CASES], ids=lambda c: c.name)
+def test_a_checkpoint_on_hdfs_emits_what_spark_emits_batch_by_batch_across_a_restart(
+    spark, candidate_provider, work_dir, dfs, case
+):
+    reference = run_reference(spark, case, work_dir)
+    checkpoint = dfs.path(f"/equivalence/{case.name}/checkpoint")
+    candidate = run_case(spark, case, candidate_provider, work_dir / "candidate", checkpoint=checkpoint)
+    assert len(candidate.run_batch_ids) == 2 and all(candidate.run_batch_ids)
+    assert_same_output(reference, candidate, case.name)
+    # The state really went through HDFS: every store instance's changelogs are there.
+    stores = list_checkpoint(checkpoint)
+    assert all(store.changelogs for store in stores), [str(s.path) for s in stores]
+    assert str(stores[0].path).startswith(dfs.hdfs + "/equivalence/")
+
+
+def test_an_executor_killed_before_its_store_commits_on_hdfs_leaves_exact_counts(
+    work_dir, plugin_jar, candidate_provider, dfs
+):
+    batches = input_batches()
+    inputs = InputFiles(work_dir / "input", ["events"])
+    for index, rows in enumerate(batches):
+        inputs.write_batch(index, {"events": rows})
+    report, log = run_job_script(
+        JOB, ["--input", str(inputs.dirs["events"]), "--work-dir", str(work_dir / "job"),
+              "--provider", candidate_provider, "--kill-batch", str(KILL_BATCH),
+              "--kill-after-segments", str(KILL_AFTER_SEGMENTS), "--max-bytes", "1m",
+              "--timeout", str(QUERY_TIMEOUT_S), "--hdfs", dfs.hdfs, "--webhdfs", dfs.web],
+        work_dir / "job", plugin_jar, JOB_TIMEOUT_S)
+    print(f"\nkill: {report['kill']}; job {report['job_seconds']} s")
+    check_killed_before_commit(report, log, KILL_BATCH, KILL_AFTER_SEGMENTS)
+    assert report["recorded_provider"] == candidate_provider
+
+    want_batches, want_state = expected_updates(batches)
+    output: Path = work_dir / "job" / "output"
+    for batch_id, want in enumerate(want_batches):
+        problems = differences(read_rows(output / f"batch-{batch_id:03d}"), want)
+        assert not problems, f"batch {batch_id} (the kill came in batch {KILL_BATCH}): " + "; ".join(problems)
+    problems = differences(read_rows(work_dir / "job" / "state-dump"), want_state)
+    assert not problems, "the final state read back from HDFS: " + "; ".join(problems)
