@@ -47,7 +47,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 .PHONY: demo test test-jvm test-python test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick \
-	bench-format bench-format-quick
+	bench-format bench-format-quick soak
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt
@@ -130,6 +130,15 @@ test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)
 # LineExclusions.scala; Spark's logs in target/conformance/<line>/target/unit-tests.log.
 conformance: $(VENV)/.installed
 	$(SBT) $(foreach line,$(or $(SPARK),$(LINES)),conformance$(subst .,,$(line))/test)
+
+# The soak (docs/reliability.md, "Soak"): an aggregation, a dropDuplicates and a stream-stream join on
+# local-cluster under seeded executor and driver kills and restarts, checked against a model; the
+# report goes to bench/results/soak-<timestamp>.md. `make soak SOAK_KILLS=100 SOAK_SEED=7 SOAK_MINUTES=60`
+SOAK_KILLS ?= 5
+SOAK_SEED ?= 7
+SOAK_MINUTES ?= 0
+soak: $(JARS_BUILT)
+	$(VPY) tests/soak/soak.py --kills $(SOAK_KILLS) --seed $(SOAK_SEED) --minutes $(SOAK_MINUTES)
 
 # Benchmarks: txstate vs Spark's built-in providers, measured in the same run. Each prints a markdown
 # table with the command that reproduces it and writes bench/results/<kind>-<timestamp>.md (+ .json).
