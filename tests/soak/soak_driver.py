@@ -9,7 +9,7 @@ It runs, until SIGTERM (then it stops the queries cleanly) or SIGKILL:
     delivery its own file, so a re-delivered batch is checked too);
   * interactive multi-key queries on the aggregation's store, in a loop, answers appended to
     `iq.jsonl` (each partition's batch id and values) for the harness to check against its model;
-  * the queries' progress (load-path metrics per batch) appended to `progress.jsonl`;
+  * the queries' progress (load-path metrics per batch), from a listener, appended to `progress.jsonl`;
   * the executor faults the harness asks for (`commands/<n>.json`, see soak_faults.py), results in
     `faults/<n>.json`.
 With `<work-dir>/final-dump` present when it stops, it reads the final state of agg and dedup back
@@ -71,7 +71,10 @@ def build_query(spark, name: str, input_root: Path):
         return stream("agg").groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("total")), "update"
     if name == "dedup":
         return stream("dedup").dropDuplicates(["k"]), "append"
-    return stream("left").join(stream("right"), "k").select("k", "a", "b"), "append"
+    rows = stream("join")  # both sides from one source: a batch holds both sides of its file
+    left = rows.where(F.col("a").isNotNull()).select("k", "a")
+    right = rows.where(F.col("b").isNotNull()).select("k", "b")
+    return left.join(right, "k").select("k", "a", "b"), "append"
 
 
 def start_queries(spark, work_dir: Path) -> dict[str, Any]:
@@ -117,17 +120,31 @@ def interactive_queries(spark, query, work_dir: Path, agg_keys: int, stop: threa
         append_line(work_dir / "iq.jsonl", record)
 
 
-def record_progress(queries: dict[str, Any], work_dir: Path, seen: set) -> None:
-    for name, query in queries.items():
-        for progress in (json.loads(p.json) for p in query.recentProgress):
-            key = (name, progress["runId"], progress["batchId"])
-            if key in seen or not progress.get("stateOperators"):
-                continue
-            seen.add(key)
+def progress_listener(work_dir: Path, names: dict[str, str]):
+    """A listener appending each batch's load-path metrics (summed over its stores) to progress.jsonl."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class ProgressToFile(StreamingQueryListener):
+        def onQueryStarted(self, event) -> None:
+            pass
+
+        def onQueryProgress(self, event) -> None:
+            progress = json.loads(event.progress.json)
+            name = names.get(progress.get("name") or "")
+            if name is None or not progress.get("stateOperators"):
+                return
             metrics = {m: sum(int(op.get("customMetrics", {}).get(m, 0)) for op in progress["stateOperators"])
                        for m in PROGRESS_METRICS}
             append_line(work_dir / "progress.jsonl", {"query": name, "batch": progress["batchId"],
                                                        "run": progress["runId"], "metrics": metrics})
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            pass
+
+    return ProgressToFile()
 
 
 def dump_state(spark, work_dir: Path) -> None:
@@ -153,6 +170,7 @@ def main() -> int:
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     if not wait_for(lambda: len(executor_ids(sc)) >= 2, 120):
         raise RuntimeError(f"two executors did not register within 120 s: {executor_ids(sc)}")
+    spark.streams.addListener(progress_listener(work_dir, {f"soak_{name}": name for name in QUERIES}))
     queries = start_queries(spark, work_dir)
     faults = FaultRunner(sc, work_dir, queries["agg"])
     threads = [threading.Thread(target=interactive_queries, args=(spark, queries["agg"], work_dir, args.agg_keys, stop),
@@ -161,10 +179,8 @@ def main() -> int:
     for thread in threads:
         thread.start()
     write_json_atomically(work_dir / "driver-ready.json", {"pid": os.getpid(), "app_id": sc.applicationId})
-    seen: set = set()
     code = 0
     while not stop.wait(0.5):
-        record_progress(queries, work_dir, seen)
         failed = {name: str(q.exception()) for name, q in queries.items() if q.exception() is not None}
         if failed:
             write_json_atomically(work_dir / "driver-error.json", failed)
@@ -174,7 +190,6 @@ def main() -> int:
         thread.join(2)  # the fault runner may be watching for a phase: it is a daemon
     for query in queries.values():
         query.stop()
-    record_progress(queries, work_dir, seen)
     if code == 0 and (work_dir / "final-dump").exists():
         dump_state(spark, work_dir)
     spark.stop()

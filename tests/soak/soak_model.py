@@ -10,7 +10,7 @@ The queries (soak_driver.py builds them):
     batch touched, with its running count and sum;
   * dedup: `dropDuplicates(["k"])`, append mode: per batch, the (k, v) rows whose key no earlier
     batch had (v is a function of k, so which duplicate Spark keeps does not matter);
-  * join: inner stream-stream join of left (k, a) and right (k, b) on k, append mode, no
+  * join: inner stream-stream join of left (k, a) and right (k, b) rows of one source on k, append mode, no
     watermark: per batch, every new (left, right) pair of matching rows, where a pair is new when
     one of its rows arrived in the batch (right rows match left rows of this and the previous batch).
 """
@@ -21,9 +21,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-SOURCES = ("agg", "dedup", "left", "right")
 QUERIES = ("agg", "dedup", "join")
-SCHEMAS = {"agg": "k long, v long", "dedup": "k long, v long", "left": "k long, a long", "right": "k long, b long"}
+# One source per query: the join's two sides are one file source (left rows have `a`, right rows
+# `b`), so both sides of a batch come from the same file and no batch can hold only one side.
+SOURCES = QUERIES
+SCHEMAS = {"agg": "k long, v long", "dedup": "k long, v long", "join": "k long, a long, b long"}
 
 Row = tuple
 
@@ -57,7 +59,7 @@ def batch_rows(seed: int, index: int, sizes: Sizes) -> dict[str, list[dict]]:
     # Right rows meet left rows of this batch (even i) and of the previous one (odd i, from state).
     right = [{"k": (base if i % 2 == 0 or index == 0 else previous) + i, "b": rng.randrange(1000)}
              for i in range(sizes.join_rows)]
-    return {"agg": agg, "dedup": dedup, "left": left, "right": right}
+    return {"agg": agg, "dedup": dedup, "join": left + right}
 
 
 @dataclass
@@ -94,10 +96,12 @@ class Model:
         self.expected["dedup"][index] = sorted(new_keys.items())
 
         pairs: list[Row] = []
-        for row in rows["left"]:
+        left = [row for row in rows["join"] if "a" in row]
+        right = [row for row in rows["join"] if "b" in row]
+        for row in left:
             pairs += [(row["k"], row["a"], b) for b in self.right_by_key.get(row["k"], ())]
             self.left_by_key.setdefault(row["k"], []).append(row["a"])
-        for row in rows["right"]:
+        for row in right:
             # Every left row of the key, this batch's included (those pairs were not counted above).
             pairs += [(row["k"], a, row["b"]) for a in self.left_by_key.get(row["k"], ())]
             self.right_by_key.setdefault(row["k"], []).append(row["b"])
