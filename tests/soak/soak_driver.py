@@ -71,10 +71,7 @@ def build_query(spark, name: str, input_root: Path):
         return stream("agg").groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("total")), "update"
     if name == "dedup":
         return stream("dedup").dropDuplicates(["k"]), "append"
-    rows = stream("join")  # both sides from one source: a batch holds both sides of its file
-    left = rows.where(F.col("a").isNotNull()).select("k", "a")
-    right = rows.where(F.col("b").isNotNull()).select("k", "b")
-    return left.join(right, "k").select("k", "a", "b"), "append"
+    return stream("left").join(stream("right"), "k").select("k", "a", "b"), "append"
 
 
 def start_queries(spark, work_dir: Path) -> dict[str, Any]:

@@ -10,7 +10,9 @@ the batch committed (task phases) or the timeout (maintenance phases). Phases:
 
   * put: a stateful task of the batch is running and its store has written no early-commit
     segment and no changelog of the version yet (its writes are all in memory);
-  * spill: a segment of the version is being written (`.<v>_<id>-<k>.txseg.<random>.tmp`);
+  * spill: a segment of the version is being written (`.<v>_<id>-<k>.txseg.<random>.tmp`), or
+    the store has written segments of the version and no changelog (it has spilled and is
+    writing on: a segment's write is a few milliseconds, easily missed on a busy machine);
   * commit: the version's changelog is being written (its `.tmp`), or it is written while the
     task is still running (the store committed, the task has not reported it);
   * snapshot: maintenance is uploading a snapshot (a `.tmp` under `sst/`, or of a `.snapshot`
@@ -114,8 +116,11 @@ class FaultRunner:
             segments, changelogs, writing = self.version_files(partition, version)
             if phase == "put" and not segments and not changelogs and not writing:
                 return "task running, no segment or changelog of the version yet"
-            if phase == "spill" and any(w.endswith(".txseg") for w in writing) and not changelogs:
-                return f"segment being written ({len(segments)} written before it)"
+            if phase == "spill" and not changelogs:
+                if any(w.endswith(".txseg") for w in writing):
+                    return f"segment being written ({len(segments)} written before it)"
+                if segments and not writing:
+                    return f"between early commits ({len(segments)} segments written, no changelog)"
             if phase == "commit":
                 if any(w.endswith(".txlog") for w in writing):
                     return "changelog being written"

@@ -10,9 +10,12 @@ The queries (soak_driver.py builds them):
     batch touched, with its running count and sum;
   * dedup: `dropDuplicates(["k"])`, append mode: per batch, the (k, v) rows whose key no earlier
     batch had (v is a function of k, so which duplicate Spark keeps does not matter);
-  * join: inner stream-stream join of left (k, a) and right (k, b) rows of one source on k, append mode, no
+  * join: inner stream-stream join of left (k, a) and right (k, b) on k, append mode, no
     watermark: per batch, every new (left, right) pair of matching rows, where a pair is new when
-    one of its rows arrived in the batch (right rows match left rows of this and the previous batch).
+    one of its rows arrived in the batch (right rows match left rows of this and the previous file).
+    Its two file sources list the input directories one after the other, so a side may read file i
+    a batch later than the other: the join's model takes, per batch, the files each side read as
+    Spark recorded them in the checkpoint (`join_expected`).
 """
 
 from __future__ import annotations
@@ -22,10 +25,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 QUERIES = ("agg", "dedup", "join")
-# One source per query: the join's two sides are one file source (left rows have `a`, right rows
-# `b`), so both sides of a batch come from the same file and no batch can hold only one side.
-SOURCES = QUERIES
-SCHEMAS = {"agg": "k long, v long", "dedup": "k long, v long", "join": "k long, a long, b long"}
+SOURCES = ("agg", "dedup", "left", "right")
+SCHEMAS = {"agg": "k long, v long", "dedup": "k long, v long", "left": "k long, a long", "right": "k long, b long"}
 
 Row = tuple
 
@@ -59,12 +60,13 @@ def batch_rows(seed: int, index: int, sizes: Sizes) -> dict[str, list[dict]]:
     # Right rows meet left rows of this batch (even i) and of the previous one (odd i, from state).
     right = [{"k": (base if i % 2 == 0 or index == 0 else previous) + i, "b": rng.randrange(1000)}
              for i in range(sizes.join_rows)]
-    return {"agg": agg, "dedup": dedup, "join": left + right}
+    return {"agg": agg, "dedup": dedup, "left": left, "right": right}
 
 
 @dataclass
 class Model:
-    """The three queries folded batch by batch; `expected[query][batch]` is the sorted output."""
+    """agg and dedup folded batch by batch; `expected[query][batch]` is the sorted output (the
+    join's depends on which files each side read in each batch: see `join_expected`)."""
 
     seed: int
     sizes: Sizes
@@ -73,8 +75,6 @@ class Model:
     agg_history: dict[int, list[tuple[int, Row]]] = field(default_factory=dict)
     agg_state: dict[int, Row] = field(default_factory=dict)
     dedup_seen: dict[int, int] = field(default_factory=dict)
-    left_by_key: dict[int, list[int]] = field(default_factory=dict)
-    right_by_key: dict[int, list[int]] = field(default_factory=dict)
     batches: int = 0
 
     def add_batch(self) -> dict[str, list[dict]]:
@@ -95,17 +95,6 @@ class Model:
                 self.dedup_seen[row["k"]] = new_keys[row["k"]] = row["v"]
         self.expected["dedup"][index] = sorted(new_keys.items())
 
-        pairs: list[Row] = []
-        left = [row for row in rows["join"] if "a" in row]
-        right = [row for row in rows["join"] if "b" in row]
-        for row in left:
-            pairs += [(row["k"], row["a"], b) for b in self.right_by_key.get(row["k"], ())]
-            self.left_by_key.setdefault(row["k"], []).append(row["a"])
-        for row in right:
-            # Every left row of the key, this batch's included (those pairs were not counted above).
-            pairs += [(row["k"], a, row["b"]) for a in self.left_by_key.get(row["k"], ())]
-            self.right_by_key.setdefault(row["k"], []).append(row["b"])
-        self.expected["join"][index] = sorted(pairs)
         self.batches += 1
         return rows
 
@@ -117,6 +106,58 @@ class Model:
                 break
             value = state
         return value
+
+
+def join_expected(seed: int, sizes: Sizes, files_read: Mapping[str, Mapping[int, Sequence[int]]]) -> dict[int, list[Row]]:
+    """The join's output per batch, given the input files (indexes) each side read in each batch
+    (`files_read["left"][batch]`, `files_read["right"][batch]`)."""
+    rows_of: dict[int, dict[str, list[dict]]] = {}
+
+    def side_rows(side: str, batch: int) -> list[dict]:
+        found = []
+        for index in files_read.get(side, {}).get(batch, ()):
+            if index not in rows_of:
+                rows_of[index] = batch_rows(seed, index, sizes)
+            found += rows_of[index][side]
+        return found
+
+    by_key: dict[str, dict[int, list[int]]] = {"left": {}, "right": {}}
+    column = {"left": "a", "right": "b"}
+    folded = {"left": 0, "right": 0}  # each side reads its files in order: those below are in state
+
+    def fold_until(side: str, index: int) -> None:
+        for earlier in range(folded[side], index):
+            for row in side_rows_of_file(side, earlier):
+                by_key[side].setdefault(row["k"], []).append(row[column[side]])
+        folded[side] = max(folded[side], index)
+
+    def side_rows_of_file(side: str, index: int) -> list[dict]:
+        if index not in rows_of:
+            rows_of[index] = batch_rows(seed, index, sizes)
+        return rows_of[index][side]
+
+    expected = {}
+    batches = set(files_read.get("left", {})) | set(files_read.get("right", {}))
+    for batch in sorted(batches):
+        for side in ("left", "right"):
+            files = files_read.get(side, {}).get(batch, ())
+            if files:
+                fold_until(side, min(files))
+        pairs: list[Row] = []
+        left_rows, right_rows = side_rows("left", batch), side_rows("right", batch)
+        for row in left_rows:
+            pairs += [(row["k"], row["a"], b) for b in by_key["right"].get(row["k"], ())]
+            by_key["left"].setdefault(row["k"], []).append(row["a"])
+        for row in right_rows:
+            # Every left row of the key, this batch's included (those pairs were not counted above).
+            pairs += [(row["k"], a, row["b"]) for a in by_key["left"].get(row["k"], ())]
+            by_key["right"].setdefault(row["k"], []).append(row["b"])
+        for side in ("left", "right"):
+            files = files_read.get(side, {}).get(batch, ())
+            if files:
+                folded[side] = max(files) + 1
+        expected[batch] = sorted(pairs)
+    return expected
 
 
 def output_differences(got: Sequence[Sequence], want: Sequence[Row], limit: int = 5) -> str | None:
