@@ -2,12 +2,12 @@
 
 tests/soak/soak.py (docs/reliability.md, "Soak") runs an aggregation, a dropDuplicates and a
 stream-stream join on `local-cluster[2,1,1024]` and checks every batch's output, the final state
-and every interactive-query answer against its model. Seed SEED's first five faults are a SIGKILL
-of an executor mid-spill (a segment being written), one of the driver in a batch, one of an
-executor mid-put, a clean restart with the local directories wiped and one of an executor
-mid-commit: this test asserts that each of them really happened (the kill found its phase, the
-driver was started again, the stores rebuilt after the wipe) and that nothing was lost,
-duplicated or torn. `make soak` runs the long version.
+and every interactive-query answer against its model. The five faults asked for (KINDS, in an
+order the seed picks) are SIGKILLs of an executor mid-put, mid-spill and mid-commit, a SIGKILL of
+the driver in a batch, and a clean restart with the local directories wiped: this test asserts
+that each of them really happened (the kill found its phase, the driver was started again, the
+stores rebuilt after the wipe) and that nothing was lost, duplicated or torn. `make soak` runs the
+long version with every kind.
 """
 
 from __future__ import annotations
