@@ -482,7 +482,8 @@ def main() -> int:
         if soak.driver is not None and soak.driver.poll() is None:
             soak.kill_driver()
     report = soak.report(time.monotonic() - started)
-    command = ("make soak " + f"SOAK_KILLS={args.kills} SOAK_SEED={args.seed} SOAK_MINUTES={args.minutes:g}")
+    command = (f"make soak SOAK_KILLS={args.kills} SOAK_SEED={args.seed} SOAK_MINUTES={args.minutes:g}" if not args.kinds
+               else f"tests/soak/soak.py --kills {args.kills} --seed {args.seed} --minutes {args.minutes:g} --kinds {args.kinds}")
     text = markdown(report, command)
     print(text)
     args.report_dir.mkdir(parents=True, exist_ok=True)
