@@ -4,6 +4,7 @@
 #   make conformance  Spark's own state store conformance suite against our provider (part of make test)
 #   make jar    the plugin jars alone, one per Spark line (spark-submit --jars, Databricks cluster library)
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
+#   make soak   seeded executor/driver kills and restarts against a model (SOAK_KILLS, SOAK_SEED, SOAK_MINUTES)
 #
 # SPARK=<line> (4.0, 4.1, 4.2, 4.3; project/spark-lines.tsv) narrows jar, demo and conformance to one
 # Spark line: `make jar SPARK=4.1`, `make demo SPARK=4.0`. demo runs on the newest line by default.
