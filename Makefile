@@ -4,6 +4,7 @@
 #   make conformance  Spark's own state store conformance suite against our provider (part of make test)
 #   make jar    the plugin jars alone, one per Spark line (spark-submit --jars, Databricks cluster library)
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
+#   make soak   seeded executor/driver kills and restarts against a model (SOAK_KILLS, SOAK_SEED, SOAK_MINUTES)
 #
 # SPARK=<line> (4.0, 4.1, 4.2, 4.3; project/spark-lines.tsv) narrows jar, demo and conformance to one
 # Spark line: `make jar SPARK=4.1`, `make demo SPARK=4.0`. demo runs on the newest line by default.
@@ -49,7 +50,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 .PHONY: demo test test-jvm test-python test-dfs bench-dfs test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick \
-	bench-format bench-format-quick bench-scaling bench-scaling-quick
+	bench-format bench-format-quick bench-scaling bench-scaling-quick soak
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt
@@ -146,6 +147,15 @@ test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)
 # LineExclusions.scala; Spark's logs in target/conformance/<line>/target/unit-tests.log.
 conformance: $(VENV)/.installed
 	$(SBT) $(foreach line,$(or $(SPARK),$(LINES)),conformance$(subst .,,$(line))/test)
+
+# The soak (docs/reliability.md, "Soak"): an aggregation, a dropDuplicates and a stream-stream join on
+# local-cluster under seeded executor and driver kills and restarts, checked against a model; the
+# report goes to bench/results/soak-<timestamp>.md. `make soak SOAK_KILLS=100 SOAK_SEED=7 SOAK_MINUTES=60`
+SOAK_KILLS ?= 5
+SOAK_SEED ?= 7
+SOAK_MINUTES ?= 0
+soak: $(JARS_BUILT)
+	$(VPY) tests/soak/soak.py --kills $(SOAK_KILLS) --seed $(SOAK_SEED) --minutes $(SOAK_MINUTES)
 
 # Benchmarks: txstate vs Spark's built-in providers, measured in the same run. Each prints a markdown
 # table with the command that reproduces it and writes bench/results/<kind>-<timestamp>.md (+ .json).
