@@ -44,8 +44,35 @@ object NewerFormatException {
     if (formats.size < 2) formats.mkString else formats.init.mkString(", ") + " and " + formats.last
 }
 
+/**
+ * A checkpoint file that could not be written (a full disk, a quota, a lost connection). Not a
+ * [[CheckpointFileException]]: nothing is wrong with the checkpoint, which still holds every
+ * committed version; the write that failed leaves nothing under its name.
+ */
+final class CheckpointWriteException(val path: Path, message: String, cause: Throwable)
+    extends IOException(message, cause)
+
 /** Every error the checkpoint layer raises, written once (docs/ARCHITECTURE.md, "Errors"). */
 private[txstate] object CheckpointErrors {
+  /** Writing `path` failed with `cause`; out of space is told apart, with its own code and advice. */
+  def writeFailed(path: Path, cause: IOException): CheckpointWriteException =
+    if (outOfSpace(cause)) new CheckpointWriteException(path,
+      s"[TXSTATE_CHECKPOINT_DISK_FULL] the checkpoint location has no space left for $path (${cause.getMessage}). " +
+        "The batch fails and is not committed; every committed version in the checkpoint is intact. Free space " +
+        "on the checkpoint's file system (or raise its quota), then restart the query: it runs the failed batch " +
+        "again.", cause)
+    else new CheckpointWriteException(path,
+      s"[TXSTATE_CHECKPOINT_WRITE_FAILED] could not write the checkpoint file $path (${cause.getMessage}). The " +
+        "batch fails and is not committed; every committed version in the checkpoint is intact. Check that the " +
+        "checkpoint location is writable and reachable, then restart the query.", cause)
+
+  /** ENOSPC as the JDK words it, or a Hadoop file system's out-of-space or quota exception, anywhere in the chain. */
+  private def outOfSpace(failure: Throwable): Boolean =
+    Iterator.iterate(failure)(_.getCause).takeWhile(_ != null).take(16).exists { e =>
+      Option(e.getMessage).exists(_.contains("No space left on device")) ||
+        Seq("DiskOutOfSpace", "QuotaExceeded").exists(e.getClass.getSimpleName.contains)
+    }
+
   def corruptChangelog(path: Path, why: String, cause: Throwable = null): CorruptChangelogException =
     new CorruptChangelogException(path, why, cause)
 

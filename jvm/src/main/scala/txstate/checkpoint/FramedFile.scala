@@ -41,8 +41,12 @@ private[checkpoint] object FramedFile {
       size
     } catch {
       case NonFatal(e) =>
-        target.cancel()
-        throw e
+        try target.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+        e match {
+          case damaged: CheckpointFileException => throw damaged
+          case io: java.io.IOException => throw CheckpointErrors.writeFailed(path, io)
+          case other => throw other
+        }
     }
   }
 

@@ -53,8 +53,11 @@ final class StoreCheckpoint private (root: Path, files: CheckpointFileManager)
       copied
     } catch {
       case e: Throwable =>
-        target.cancel()
-        throw e
+        try target.cancel() catch { case scala.util.control.NonFatal(c) => e.addSuppressed(c) }
+        e match {
+          case io: java.io.IOException => throw CheckpointErrors.writeFailed(new Path(sstDir, storedName), io)
+          case other => throw other
+        }
     }
   }
 

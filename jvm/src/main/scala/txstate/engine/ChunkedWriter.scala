@@ -72,14 +72,14 @@ private[engine] final class ChunkedWriter(database: LocalDatabase, writeOptions:
   /** Writes the last chunk together with `last`'s writes. */
   def finish(last: WriteBatch => Unit): Unit = {
     last(batch)
-    database.db.write(writeOptions, batch)
+    database.write(writeOptions, batch)
   }
 
   def close(): Unit = batch.close()
 
   private def flushIfFull(): Unit =
     if (batch.getDataSize >= chunkBytes) {
-      database.db.write(writeOptions, batch)
+      database.write(writeOptions, batch)
       batch.close()
       batch = new WriteBatch()
     }

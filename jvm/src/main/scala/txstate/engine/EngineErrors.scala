@@ -45,6 +45,33 @@ private[txstate] object EngineErrors {
       s"the local state database in $dir cannot be opened: RocksDB finds its files damaged or missing " +
         s"(${cause.getMessage}). Delete the directory; it is rebuilt from the checkpoint.", cause)
 
+  val localDiskFullCode = "TXSTATE_LOCAL_DISK_FULL"
+  val localWriteFailedCode = "TXSTATE_LOCAL_WRITE_FAILED"
+
+  /** Whether `e` is a [[localWriteFailed]]: the engine reopens its database after one. */
+  def isLocalWriteFailure(e: LocalStateException): Boolean =
+    e.errorCode == localDiskFullCode || e.errorCode == localWriteFailedCode
+
+  /**
+   * RocksDB refused a write, flush or open in `dir`. Out of disk space is told apart (its own code
+   * and advice); either way the engine reopens the database before its next batch
+   * (docs/ARCHITECTURE.md, "A failed local write").
+   */
+  def localWriteFailed(dir: File, cause: org.rocksdb.RocksDBException): LocalStateException =
+    if (outOfSpace(cause)) new LocalStateException(localDiskFullCode,
+      s"the disk of the local state directory $dir is full (RocksDB: ${cause.getMessage}). The batch fails; every " +
+        "committed version is safe in the checkpoint. Free space on that disk, or set " +
+        "spark.sql.streaming.stateStore.txstate.localDir to a directory on a larger one; the store then reopens its " +
+        "local database and catches up from the checkpoint.", cause)
+    else new LocalStateException(localWriteFailedCode,
+      s"RocksDB failed to write the local state in $dir (${cause.getMessage}). The batch fails; every committed " +
+        s"version is safe in the checkpoint, and the store reopens its local database before the next batch. If " +
+        s"this repeats, check the disk of $dir.", cause)
+
+  private def outOfSpace(e: org.rocksdb.RocksDBException): Boolean =
+    Option(e.getStatus).exists(_.getSubCode == org.rocksdb.Status.SubCode.NoSpace) ||
+      Option(e.getMessage).exists(_.contains("No space left on device"))
+
   def unreadableCommitPoint(dir: File, cause: Throwable): LocalStateException =
     new LocalStateException("TXSTATE_UNREADABLE_COMMIT_POINT",
       s"the local state database in $dir records a commit point this build cannot read (${cause.getMessage}). " +

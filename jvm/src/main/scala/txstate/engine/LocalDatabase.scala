@@ -100,10 +100,54 @@ private[engine] final class LocalDatabase private (
       db.multiGetAsList(ro, java.util.Collections.nCopies(keys.size, family), keys.asJava).asScala.toVector.map(Option(_))
     }
 
-  def close(): Unit = if (!closed) {
+  /**
+   * Writes `batch` atomically, never waiting inside RocksDB. `options` must say `noSlowdown`: a
+   * write RocksDB would stall (memtables full, a flush under way) comes back at once, and waits
+   * here, in short interruptible sleeps, until the flush made room or failed. RocksDB's own stall
+   * is native and deaf to interrupts: when the flush that should end it fails (ENOSPC), a task
+   * waited there forever, and Spark could not kill it (docs/ARCHITECTURE.md, "A failed local
+   * write"). A failed flush leaves RocksDB's background error, which the next attempt returns.
+   */
+  def write(options: WriteOptions, batch: WriteBatch): Unit = {
+    var pauseMs = 1L
+    while (!writeUnlessStalled(options, batch)) {
+      try Thread.sleep(pauseMs)
+      catch {
+        case _: InterruptedException =>
+          Thread.currentThread().interrupt() // the task is being killed: it still must see it
+          // A refused write to the engine, which reopens the database before its next batch.
+          throw new RocksDBException(s"interrupted while RocksDB stalled writes to $dir (memtables full, no flush done)")
+      }
+      pauseMs = math.min(pauseMs * 2, LocalDatabase.longestStallPauseMs)
+    }
+  }
+
+  /** One value in one family, as [[write]] writes. */
+  def put(options: WriteOptions, family: ColumnFamilyHandle, key: Array[Byte], value: Array[Byte]): Unit =
+    Using.resource(new WriteBatch()) { batch =>
+      batch.put(family, key, value)
+      write(options, batch)
+    }
+
+  private def writeUnlessStalled(options: WriteOptions, batch: WriteBatch): Boolean =
+    try {
+      db.write(options, batch)
+      true
+    } catch {
+      case e: RocksDBException if Option(e.getStatus).exists(_.getCode == Status.Code.Incomplete) => false
+    }
+
+
+  def close(): Unit = close(flush = true)
+
+  /**
+   * Closes the handles. With `flush`, the memtables are flushed first, so a later open of the same
+   * directory finds every committed version (the WAL is off); a failed flush still closes every
+   * handle, then throws. Without, unflushed writes are dropped (a directory about to be deleted).
+   */
+  def close(flush: Boolean): Unit = if (!closed) {
     closed = true
-    // Flush so a later open of the same directory finds every committed version (the WAL is off).
-    try Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
+    try if (flush) Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
       db.flush(fo, java.util.List.of(data, stamped, byTime, commit))
     } finally {
       handles.values.foreach(_.close())
@@ -147,6 +191,8 @@ private[engine] object LocalDatabase {
   val timeIndexFamily = "by_time"
   val commitFamily = "commit"
   private val defaultFamily = new String(RocksDB.DEFAULT_COLUMN_FAMILY, UTF_8)
+  // A stalled write retries at least this often: a flush takes milliseconds to seconds.
+  private val longestStallPauseMs = 50L
 
   /**
    * True when RocksDB refused the files of a database, not the machine: a checksum or format it

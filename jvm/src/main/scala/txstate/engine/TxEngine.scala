@@ -20,6 +20,9 @@ import org.rocksdb.{BlockBasedTableConfig, BloomFilter, Checkpoint, ColumnFamily
  *   at some earlier consistent commit point, and the caller replays changelogs from there.
  * - The last commit can be undone without touching the checkpoint: a RocksDB snapshot taken just
  *   before it plus the keys it touched restore the previous version (Spark re-runs batches).
+ * - A write, flush or checkpoint that RocksDB refuses (a full disk) fails with
+ *   [[EngineErrors.localWriteFailed]] and leaves the database to be reopened: RocksDB may have
+ *   stopped accepting writes, so no batch begins until [[reopenAfterFailedWrite]] ran.
  *
  * Not thread-safe: the owner (one store provider) serialises transactions.
  */
@@ -58,7 +61,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     .setMaxWriteBufferNumber(options.maxWriteBuffers)
     .setCompressionType(CompressionType.LZ4_COMPRESSION)
   private val commitOptions = new ColumnFamilyOptions().setWriteBufferSize(1L << 20)
-  private val writeOptions = new WriteOptions().setDisableWAL(true)
+  // No slowdown: a stalled write returns at once and LocalDatabase.write waits, interruptibly.
+  private val writeOptions = new WriteOptions().setDisableWAL(true).setNoSlowdown(true)
 
   private var database: LocalDatabase = _
   private var committedPoint: CommitPoint = CommitPoint.empty
@@ -72,6 +76,13 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   private var beforeEarlyCommits: Option[Snapshot] = None
   @volatile private var closed = false
   private var incarnationId = UUID.randomUUID().toString
+  // The error of a write RocksDB refused, until the database is reopened. After a failed flush
+  // (ENOSPC) RocksDB keeps a background error and refuses every later write, so this handle must
+  // not serve another batch (docs/ARCHITECTURE.md, "A failed local write").
+  private var failedWrite: Option[LocalStateException] = None
+  // Set while no database is open because reopening it failed (the disk is still full): every
+  // operation fails with `failedWrite` until a reopen succeeds; the engine itself stays usable.
+  private var detached = false
   private val views = new ViewPublisher
   // This store's part of the executor's hot-state cache: it mirrors what `database.get` answers, so
   // every write below either writes through to it or makes it forget (docs/ARCHITECTURE.md, "Hot-state cache").
@@ -93,6 +104,36 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   /** Point keys the last rollback read from its snapshot: those whose stored rows its batch had not read. */
   private[engine] def keysReadBackByLastRollback: Int = keysReadBack
 
+  /** Set after a write RocksDB refused: [[reopenAfterFailedWrite]] must run before the next batch. */
+  def needsReopen: Boolean = failedWrite.isDefined
+
+  /**
+   * After a refused write: closes the database (flushing what it can; a flush the disk still
+   * refuses is dropped, since every version it held is in the checkpoint) and opens the directory
+   * again. The database then holds the last commit point that reached the disk (flushes are atomic,
+   * the WAL is off), and the caller catches up from the checkpoint. If the open fails too (the disk
+   * is still full), it throws why, and the engine stays without a database until a later call
+   * succeeds: a store instance retried on the same executor recovers once space is back.
+   * Returns the failure of the flush it dropped, for the caller to log.
+   */
+  def reopenAfterFailedWrite(): Option[RocksDBException] = {
+    if (closed) throw EngineErrors.closed(dir)
+    if (!detached) {
+      releaseUndo()
+      releaseEarlyCommits()
+    }
+    timeIndexBuiltSince = None
+    hot.forgetAll()
+    val droppedFlush = views.excludingReaders {
+      // The handles are closed even when the flush fails; the versions it held are in the checkpoint.
+      val dropped = try { database.close(); None } catch { case e: RocksDBException => Some(e) }
+      reopen()
+      dropped
+    }
+    failedWrite = None
+    droppedFlush
+  }
+
   /** What [[rollbackLastCommit]] would restore, if the last commit can be undone. */
   def committedBeforeLastCommit: Option[CommitPoint] = undo.map(_.previous)
 
@@ -104,6 +145,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
    */
   def begin(stamp: WriteStamp = WriteStamp.unknown, ttl: Option[TimeToLive] = None): Transaction = {
     ensureOpen()
+    failedWrite.foreach(e => throw e)
     inFlightVersion.foreach(v => throw EngineErrors.interruptedWrite(dir, v))
     val indexSince = ttl.map { _ =>
       val now = stamp.knownTimeMs.getOrElse(throw EngineErrors.ttlWithoutBatchTime(dir))
@@ -332,10 +374,12 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   def checkpointTo(target: File): CommitPoint = {
     ensureOpen()
     inFlightVersion.foreach(v => throw EngineErrors.snapshotWhileInFlight(dir, v))
-    Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
-      database.db.flush(fo, java.util.List.of(database.data, database.stamped, database.byTime, database.commit))
+    writing {
+      Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
+        database.db.flush(fo, java.util.List.of(database.data, database.stamped, database.byTime, database.commit))
+      }
+      Using.resource(Checkpoint.create(database.db))(_.createCheckpoint(target.getAbsolutePath))
     }
-    Using.resource(Checkpoint.create(database.db))(_.createCheckpoint(target.getAbsolutePath))
     committedPoint
   }
 
@@ -361,13 +405,13 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   def startEmptyAt(version: Long): Unit = {
     wipe()
     val point = CommitPoint.empty.copy(version = version, commitTimeMs = System.currentTimeMillis())
-    database.db.put(database.commit, writeOptions, committedKey, point.toBytes)
+    writing(database.put(writeOptions, database.commit, committedKey, point.toBytes))
     committedPoint = point
     views.publish(database, point)
   }
 
   /** Live memtable and block cache bytes of this instance (native memory); 0 once closed. */
-  def nativeMemoryUsed: Long = if (closed) 0L else {
+  def nativeMemoryUsed: Long = if (closed || detached) 0L else {
     val db = database.db
     Seq(database.data, database.stamped, database.byTime, database.commit)
       .map(db.getLongProperty(_, "rocksdb.cur-size-all-mem-tables")).sum + cache.getUsage
@@ -394,8 +438,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
 
   /**
    * Closes the database, deletes its directory, lets `fill` put files there (or nothing: an empty
-   * database) and opens it again as a new incarnation. If the reopen fails the engine is closed,
-   * so no caller touches a closed native handle.
+   * database) and opens it again as a new incarnation. If the reopen fails, no caller touches the
+   * closed native handle (see [[reopen]]).
    */
   private def replaceDatabase(fill: () => Unit): Unit = {
     ensureOpen()
@@ -404,7 +448,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     timeIndexBuiltSince = None
     hot.forgetAll()
     views.excludingReaders {
-      database.close()
+      // No flush: the directory is deleted next, and a database that refused writes would refuse it too.
+      database.close(flush = false)
       deleteRecursively(dir.toPath)
       // A new incarnation even when `fill` fails: the empty database opened then restarts RocksDB's
       // file numbers, and files must never be mistaken for the old incarnation's (snapshot reuse).
@@ -425,17 +470,35 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
           deleteRecursively(dir.toPath)
           reopen()
           throw e
+        case e: LocalStateException if EngineErrors.isLocalWriteFailure(e) =>
+          // A full disk: no database until a later load reopens the directory (see `reopen`).
+          detached = true
+          failedWrite = Some(e)
+          throw e
         case e: Throwable =>
           closed = true
           closeOptions()
           throw e
       }
     }
+    failedWrite = None // a new database
   }
 
+  /**
+   * Opens the directory again after its database was closed. A refused write (a full disk) leaves
+   * the engine detached, to be reopened by [[reopenAfterFailedWrite]]; any other failure closes it.
+   * Either way no caller touches the closed native handle.
+   */
   private def reopen(): Unit =
-    try openDatabase()
-    catch {
+    try {
+      openDatabase()
+      detached = false
+      failedWrite = None
+    } catch {
+      case e: LocalStateException if EngineErrors.isLocalWriteFailure(e) =>
+        detached = true
+        failedWrite = Some(e)
+        throw e
       case e: Throwable =>
         closed = true
         closeOptions()
@@ -443,9 +506,13 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     }
 
   private def openDatabase(): Unit = {
+    // Opening writes too (a new MANIFEST and OPTIONS file): a full disk fails here first.
     val opened =
       try LocalDatabase.open(dir, dbOptions, dataOptions, commitOptions)
-      catch { case e: RocksDBException if LocalDatabase.isDamage(e) => throw EngineErrors.damagedDatabase(dir, e) }
+      catch {
+        case e: RocksDBException if LocalDatabase.isDamage(e) => throw EngineErrors.damagedDatabase(dir, e)
+        case e: RocksDBException => throw EngineErrors.localWriteFailed(dir, e)
+      }
     try {
       committedPoint = Option(opened.db.get(opened.commit, committedKey)).map(readCommitPoint).getOrElse(CommitPoint.empty)
       inFlightVersion = Option(opened.db.get(opened.commit, inFlightKey)).map(b => java.nio.ByteBuffer.wrap(b).getLong)
@@ -475,9 +542,11 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   /** Writes `changes` in chunks of `chunkBytes`; `last` adds the marker writes of the final chunk. */
   private def writeChanges(changes: Iterator[ChangeRecord], chunkBytes: Long, format: RowFormat)
       (last: org.rocksdb.WriteBatch => Unit): Unit =
-    try Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes, format)) { writer =>
-      changes.foreach(writer(_))
-      writer.finish(last)
+    try writing {
+      Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes, format)) { writer =>
+        changes.foreach(writer(_))
+        writer.finish(last)
+      }
     }
     catch {
       case e: Throwable =>
@@ -526,13 +595,13 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
    * entries the index may hold anyway.
    */
   private def buildTimeIndex(sinceMs: Long): Unit = {
-    Using.resource(new ChunkedWriter(database, writeOptions, options.replayChunkBytes, RowFormat.Raw)) { writer =>
+    writing(Using.resource(new ChunkedWriter(database, writeOptions, options.replayChunkBytes, RowFormat.Raw)) { writer =>
       Using.resource(database.range(None, KeyRange.all)) { rows =>
         rows.foreach(row => writer.raw(database.byTime, TimeIndex.key(row.written.knownTimeMs.getOrElse(sinceMs), row.key),
           Some(Array.emptyByteArray)))
       }
       writer.finish(_ => ())
-    }
+    })
     timeIndexBuiltSince = Some(sinceMs)
   }
 
@@ -543,7 +612,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
    */
   private def restoreFrom(snapshot: Snapshot, known: Seq[(Array[Byte], StoredRow)],
       keys: Iterator[Either[Array[Byte], KeyRange]], chunkBytes: Long, indexRange: Option[KeyRange])
-      (last: org.rocksdb.WriteBatch => Unit): Unit =
+      (last: org.rocksdb.WriteBatch => Unit): Unit = writing {
     Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes, RowFormat.Raw)) { writer =>
       // Each family's bytes as they were: a key goes back to the family (stamped or plain) it was in.
       val families = (database.stamped -> StoredRow.StampedFamily) +:
@@ -564,9 +633,10 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       indexRange.foreach(putBack(database.byTime, _))
       writer.finish(last)
     }
+  }
 
   private def markInFlight(version: Long): Unit = {
-    database.db.put(database.commit, writeOptions, inFlightKey, versionBytes(version))
+    writing(database.put(writeOptions, database.commit, inFlightKey, versionBytes(version)))
     inFlightVersion = Some(version)
   }
 
@@ -586,7 +656,20 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     if (tx.base != committedPoint) throw EngineErrors.staleTransaction(tx.base.version, committedPoint.version)
   }
 
-  private def ensureOpen(): Unit = if (closed) throw EngineErrors.closed(dir)
+  private def ensureOpen(): Unit = {
+    if (closed) throw EngineErrors.closed(dir)
+    if (detached) throw failedWrite.getOrElse(EngineErrors.closed(dir))
+  }
+
+  /** Runs RocksDB writes; one it refuses marks the database for reopening (see [[needsReopen]]). */
+  private def writing[T](write: => T): T =
+    try write
+    catch {
+      case e: RocksDBException =>
+        val error = EngineErrors.localWriteFailed(dir, e)
+        failedWrite = Some(error)
+        throw error
+    }
 }
 
 object TxEngine {

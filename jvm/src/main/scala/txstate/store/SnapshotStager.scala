@@ -25,7 +25,13 @@ private[store] final class SnapshotStager(stagingRoot: File, checkpoint: StoreCh
   def stage(engine: TxEngine): Unit = {
     val target = new File(stagingRoot, s"${engine.committed.version}-${UUID.randomUUID()}")
     stagingRoot.mkdirs()
-    val point = engine.checkpointTo(target)
+    val point =
+      try engine.checkpointTo(target)
+      catch {
+        case e: Throwable =>
+          TxEngine.delete(target) // a partial checkpoint (a full disk) must not hold on to its space
+          throw e
+      }
     pending.getAndSet(Some(Staged(point, target, engine.incarnation))).foreach(old => TxEngine.delete(old.dir))
   }
 

@@ -240,6 +240,13 @@ final class StoreInstance private (
   private def loadNow(request: LoadRequest): LoadReport = {
     if (request.version < 0) throw StoreErrors.negativeVersion(request.version, label)
     val start = System.nanoTime()
+    // A write RocksDB refused (a full disk) leaves a handle that may refuse every later one: the
+    // database is reopened at the last commit point on disk, and the load below catches up from there.
+    if (engine.needsReopen) {
+      log.warn(s"txstate: reopening the local database of $label after a failed write")
+      engine.reopenAfterFailedWrite().foreach(dropped => log.warn(s"txstate: $label dropped the unflushed writes " +
+        "of its local database on reopening it (its versions are in the checkpoint and are replayed)", dropped))
+    }
     val (path, replayed) = request match {
       case LoadRequest.AtVersion(version, checkpointId) => loadVersion(version, checkpointId)
       case LoadRequest.Empty(version) =>

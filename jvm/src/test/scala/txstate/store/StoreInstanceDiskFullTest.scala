@@ -1,0 +1,120 @@
+package txstate.store
+
+import java.io.{File, FileOutputStream}
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.util.Random
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.scalatest.funsuite.AnyFunSuite
+
+import txstate.TempDirectories
+import txstate.engine.{EngineOptions, KeyRange, LocalStateException}
+
+/**
+ * A store instance whose local database lives on a small tmpfs that fills up (real RocksDB, a real
+ * mount; needs root, else the test is canceled and says why). What Spark does when a task fails
+ * on an executor is to run it again on the same provider, so the same instance must not go on with
+ * a RocksDB handle that refused a write (docs/ARCHITECTURE.md, "A failed local write").
+ */
+final class StoreInstanceDiskFullTest extends AnyFunSuite with TempDirectories {
+  private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
+  private def str(a: Array[Byte]): String = new String(a, UTF_8)
+
+  private def run(command: String*): Int =
+    new ProcessBuilder(command: _*).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+      .start().waitFor()
+
+  /** A tmpfs of `size` on a fresh directory for the body; always unmounted (lazily if files stay open). */
+  private def withTmpfs[T](size: String)(body: File => T): T = {
+    val dir = newTempDir("tmpfs")
+    val status = run("mount", "-t", "tmpfs", "-o", s"size=$size", "tmpfs", dir.getPath)
+    if (status != 0) cancel(s"cannot mount a tmpfs at $dir (mount exited with $status; mounting needs root)")
+    try body(dir)
+    finally if (run("umount", dir.getPath) != 0) run("umount", "-l", dir.getPath)
+  }
+
+  /** A file of zeros that leaves about `leaveFree` bytes free on the mount of `dir`. */
+  private def fill(dir: File, name: String, leaveFree: Long): File = {
+    val filler = new File(dir, name)
+    val out = new FileOutputStream(filler)
+    try {
+      val chunk = new Array[Byte](1 << 16)
+      var left = dir.getUsableSpace - leaveFree
+      while (left > 0) {
+        val n = math.min(left, chunk.length.toLong).toInt
+        try out.write(chunk, 0, n) catch { case _: java.io.IOException => left = 0 } // full already
+        left -= n
+      }
+    } finally out.close()
+    filler
+  }
+
+  private def contents(inst: StoreInstance, version: Long): Map[String, String] = {
+    val batch = inst.openBatch(LoadRequest.AtVersion(version, None))
+    val rows = batch.iterator(KeyRange.all)
+    try rows.map(kv => str(kv.key) -> str(kv.value)).toMap
+    finally { rows.close(); batch.discard() }
+  }
+
+  test("a full local disk fails the commit with TXSTATE_LOCAL_DISK_FULL; the same instance refuses batches " +
+    "while it stays full, then reopens its database and catches up exactly once space is back") {
+    withTmpfs("16m") { mount =>
+      val local = new File(mount, "db")
+      // 1 MiB memtables, so RocksDB flushes (and meets the full disk) within a few batches.
+      val options = StoreOptions(engine = EngineOptions(writeBufferBytes = 1L << 20))
+      val inst = StoreInstance.open(LocalDirectory(local, stable = true, None),
+        new Path(newTempPath("checkpoint").toURI), new Configuration(), options, "disk-full store")
+      try {
+        val random = new Random(18)
+        var model = Map.empty[String, String]
+        def batchOf(version: Long): Map[String, String] =
+          (1 to 2000).map(i => f"v$version%02d-k$i%05d" -> random.alphanumeric.take(1000).mkString).toMap
+        def commitBatch(rows: Map[String, String]): Long = {
+          val batch = inst.openBatch(LoadRequest.AtVersion(inst.committed.version, None))
+          try {
+            rows.foreach { case (k, v) => batch.put(b(k), b(v)) }
+            batch.commit().point.version
+          } finally batch.abort() // after a commit it does nothing
+        }
+
+        (1 to 2).foreach { v =>
+          val rows = (1 to 50).map(i => s"small-$i" -> s"$v").toMap
+          assert(commitBatch(rows) == v)
+          model ++= rows
+        }
+        val filler = fill(mount, "filler", leaveFree = 192L << 10)
+
+        // Big batches (2 MiB each) until one fails: the first ones fit in memtables, whose flush fails.
+        var failure: Option[LocalStateException] = None
+        while (failure.isEmpty && inst.committed.version < 8) {
+          val rows = batchOf(inst.committed.version + 1)
+          try {
+            commitBatch(rows)
+            model ++= rows
+          } catch { case e: LocalStateException => failure = Some(e) }
+        }
+        val error = failure.getOrElse(fail(s"eight batches of 2 MiB committed on a full 16 MiB disk"))
+        assert(error.errorCode == "TXSTATE_LOCAL_DISK_FULL", error.getMessage)
+        assert(error.getMessage.contains(local.getPath), error.getMessage)
+        assert(error.getMessage.contains("spark.sql.streaming.stateStore.txstate.localDir"), error.getMessage)
+        val committed = inst.committed.version
+
+        // Still full (now to the last byte): the next batch must not run on the refused handle.
+        val moreFiller = fill(mount, "filler-2", leaveFree = 0)
+        val refused = intercept[LocalStateException](inst.openBatch(LoadRequest.AtVersion(committed, None)))
+        assert(refused.errorCode == "TXSTATE_LOCAL_DISK_FULL", refused.getMessage)
+
+        // Space is back: the same instance reopens, catches up from the checkpoint, and goes on.
+        assert(filler.delete() && moreFiller.delete())
+        assert(run("mount", "-o", "remount,size=64m", mount.getPath) == 0)
+        assert(contents(inst, committed) == model, "the state after the reopen differs from every committed write")
+        val next = batchOf(committed + 1)
+        assert(commitBatch(next) == committed + 1)
+        model ++= next
+        assert(contents(inst, committed + 1) == model)
+      } finally inst.close()
+    }
+  }
+}
