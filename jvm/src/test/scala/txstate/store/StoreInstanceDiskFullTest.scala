@@ -58,6 +58,45 @@ final class StoreInstanceDiskFullTest extends AnyFunSuite with TempDirectories {
     finally { rows.close(); batch.discard() }
   }
 
+  test("a batch that early-commits onto a full local disk fails with TXSTATE_LOCAL_DISK_FULL and returns") {
+    withTmpfs("16m") { mount =>
+      val local = new File(mount, "db")
+      // Early commits every 256 KiB into 1 MiB memtables, two at most: RocksDB stops writes while both
+      // are full and waits for a flush, which the full disk fails.
+      val options = StoreOptions(engine = EngineOptions(writeBufferBytes = 1L << 20, maxWriteBuffers = 2),
+        limits = UncommittedLimits(None, Some(256L << 10)))
+      val inst = StoreInstance.open(LocalDirectory(local, stable = true, None),
+        new Path(newTempPath("checkpoint").toURI), new Configuration(), options, "stalled store")
+      try {
+        fill(mount, "filler", leaveFree = 192L << 10)
+        val random = new Random(18)
+        val outcome = new java.util.concurrent.CompletableFuture[Throwable]()
+        // A daemon thread: if RocksDB never returns, it must not keep the test JVM alive.
+        val writer = new Thread(() => {
+          val batch = inst.openBatch(LoadRequest.AtVersion(0, None))
+          try {
+            (1 to 20000).foreach(i => batch.put(b(f"k$i%06d"), b(random.alphanumeric.take(500).mkString)))
+            batch.commit()
+            outcome.complete(new AssertionError("a batch of 10 MB committed on a full 16 MiB disk"))
+          } catch { case e: Throwable => outcome.complete(e) }
+          finally try batch.abort() catch { case _: Throwable => () }
+        }, "disk-full writer")
+        writer.setDaemon(true)
+        writer.start()
+        // Not a timing bound: a write caught in RocksDB's own stall after its flush failed never returned
+        // (seen in tests/test_disk_full.py before writes used noSlowdown); this bounds the wait for it.
+        val failure = try outcome.get(120, java.util.concurrent.TimeUnit.SECONDS)
+          catch { case _: java.util.concurrent.TimeoutException =>
+            fail(s"the batch is still inside RocksDB 120 s after the disk filled: ${writer.getStackTrace.take(8).mkString(" <- ")}")
+          }
+        failure match {
+          case e: LocalStateException => assert(e.errorCode == "TXSTATE_LOCAL_DISK_FULL", e.getMessage)
+          case other => throw other
+        }
+      } finally inst.close()
+    }
+  }
+
   test("a full local disk fails the commit with TXSTATE_LOCAL_DISK_FULL; the same instance refuses batches " +
     "while it stays full, then reopens its database and catches up exactly once space is back") {
     withTmpfs("16m") { mount =>
