@@ -58,7 +58,7 @@ private[txstate] object EngineErrors {
    * (docs/ARCHITECTURE.md, "A failed local write").
    */
   def localWriteFailed(dir: File, cause: org.rocksdb.RocksDBException): LocalStateException =
-    if (outOfSpace(cause)) new LocalStateException(localDiskFullCode,
+    if (isOutOfSpace(cause)) new LocalStateException(localDiskFullCode,
       s"the disk of the local state directory $dir is full (RocksDB: ${cause.getMessage}). The batch fails; every " +
         "committed version is safe in the checkpoint. Free space on that disk, or set " +
         "spark.sql.streaming.stateStore.txstate.localDir to a directory on a larger one; the store then reopens its " +
@@ -68,7 +68,7 @@ private[txstate] object EngineErrors {
         s"version is safe in the checkpoint, and the store reopens its local database before the next batch. If " +
         s"this repeats, check the disk of $dir.", cause)
 
-  private def outOfSpace(e: org.rocksdb.RocksDBException): Boolean =
+  def isOutOfSpace(e: org.rocksdb.RocksDBException): Boolean =
     Option(e.getStatus).exists(_.getSubCode == org.rocksdb.Status.SubCode.NoSpace) ||
       Option(e.getMessage).exists(_.contains("No space left on device"))
 

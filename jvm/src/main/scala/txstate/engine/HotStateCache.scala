@@ -61,13 +61,8 @@ final class HotStateCache(initialMaxBytes: Long, shardCount: Int = 16) {
     if (size <= share) shardOf(key).admit(key, new HotStateCache.Entry(value, size, owner), share)
   }
 
-  /** Replaces `key`'s value only if it is cached (write-through of a commit). */
-  private[engine] def update(key: HotStateCache.Key, value: Array[Byte]): Unit = {
-    val size = HotStateCache.sizeOf(key.bytes, value)
-    val shard = shardOf(key)
-    if (size <= shardBudget) shard.replace(key, value, size, shardBudget)
-    else shard.remove(key)
-  }
+  /** Replaces `key`'s value only if it is cached (write-through of a commit); `value` is made only then. */
+  private[engine] def update(key: HotStateCache.Key, value: => Array[Byte]): Unit = shardOf(key).replace(key, value, shardBudget)
 
   private[engine] def remove(key: HotStateCache.Key): Unit = shardOf(key).remove(key)
 
@@ -154,15 +149,23 @@ object HotStateCache {
       !eldest.hasNext || sketch.frequency(key.hashCode) > sketch.frequency(eldest.next().hashCode)
     }
 
-    /** Gives a cached `key` its new value in place (a commit wrote it); an uncached key stays out. */
-    def replace(key: Key, value: Array[Byte], size: Long, share: Long): Unit = synchronized {
+    /**
+     * Gives a cached `key` its new value in place (a commit wrote it), or drops it if the value no
+     * longer fits a shard's share; an uncached key stays out, and its `value` is never made.
+     */
+    def replace(key: Key, value: => Array[Byte], share: Long): Unit = synchronized {
       val e = map.get(key)
       if (e != null) {
-        used += size - e.size
-        e.owner.resized(size - e.size)
-        e.value = value
-        e.size = size
-        shrinkTo(share)
+        val v = value
+        val size = HotStateCache.sizeOf(key.bytes, v)
+        if (size > share) forgetOld(map.remove(key))
+        else {
+          used += size - e.size
+          e.owner.resized(size - e.size)
+          e.value = v
+          e.size = size
+          shrinkTo(share)
+        }
       }
     }
 
@@ -224,8 +227,8 @@ final class StoreCache private[engine] (cache: HotStateCache) {
   def admit(key: BytesKey, value: Array[Byte]): Unit =
     if (cache.enabled && !closed) cache.admit(new Key(scope, key.bytes.clone(), key.hashCode), value, this)
 
-  /** The database now holds `value` for `key`: a cached entry takes it (new keys are not admitted). */
-  def written(key: Array[Byte], value: Array[Byte]): Unit =
+  /** The database now holds `value` for `key`: a cached entry takes it (new keys are not admitted; `value` is made only for a cached key). */
+  def written(key: Array[Byte], value: => Array[Byte]): Unit =
     if (cache.enabled && !closed && heldBytes.get > 0) cache.update(keyOf(key), value)
 
   /** The database changed `key` in a way not written through: its entry, if any, goes. */

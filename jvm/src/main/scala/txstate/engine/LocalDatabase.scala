@@ -54,18 +54,21 @@ private[engine] final class LocalDatabase private (
   /** Only the write stamp of `key`'s current row (no value copied): what expiry decides on. */
   def stampOf(key: Array[Byte]): Option[WriteStamp] = lookup(None, key)(StampedValues.stampOf, _ => WriteStamp.unknown)
 
-  /** The current values of `keys`, in order, in one multiGet per family that may hold them. */
-  def getAll(keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] =
+  /** The current stored rows of `keys`, in order, in one multiGet per family that may hold them. */
+  def storedAll(keys: Seq[Array[Byte]]): Seq[StoredRow] =
     if (keys.isEmpty) Nil
     else {
-      val found =
-        if (stampedRowsPossible) multiGet(stamped, keys).map(_.map(StampedValues.valueOf))
-        else keys.map(_ => None)
+      val found: Seq[StoredRow] =
+        if (stampedRowsPossible) multiGet(stamped, keys).map(_.fold[StoredRow](StoredRow.Absent)(StoredRow.Stamped(_)))
+        else keys.map(_ => StoredRow.Absent)
       if (!plainRowsPossible) found
       else {
-        val missing = keys.zip(found).collect { case (k, None) => k }
+        val missing = keys.zip(found).collect { case (k, StoredRow.Absent) => k }
         val plain = multiGet(data, missing).iterator
-        found.map(_.orElse(plain.next()))
+        found.map {
+          case StoredRow.Absent => plain.next().fold[StoredRow](StoredRow.Absent)(StoredRow.Plain(_))
+          case row => row
+        }
       }
     }
 

@@ -22,7 +22,7 @@ final class Transaction private[engine] (
   private var keyDelta = 0L
   private var probedKey: BytesKey = new BytesKey(Array.emptyByteArray)
   private var lastKey: BytesKey = probedKey
-  private var probedRow: CommittedRow = StoredRow.Absent
+  private var probedRow: StoredRow = StoredRow.Absent
   private var probeValid = false
   // Stored rows of keys read, then written: the commit's undo. Not kept once the version has early
   // commits, since such a version is never undone (docs/ARCHITECTURE.md, "Early commits").
@@ -189,10 +189,6 @@ final class Transaction private[engine] (
 
   private def isProbed(key: BytesKey): Boolean = probeValid && (probedKey.eq(key) || probedKey == key)
 
-  /** Before `key` is written: keeps its stored row if the read just before found it in RocksDB. */
-  private def keepPrior(key: BytesKey): Unit =
-    if (keepingPriors && isProbed(key)) probedRow match {
-      case row: StoredRow => priors.keep(key, row)
-      case _: CachedRow => () // the cache holds no stamp: the undo reads this key from its snapshot
-    }
+  /** Before `key` is written: keeps its stored row, which the read just before it found (the usual case). */
+  private def keepPrior(key: BytesKey): Unit = if (keepingPriors && isProbed(key)) priors.keep(key, probedRow)
 }

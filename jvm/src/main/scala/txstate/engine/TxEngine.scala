@@ -168,16 +168,17 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   def readCommittedView[T](waitMs: Long)(read: CommittedView => T): Option[T] = views.read(waitMs)(read)
 
   /**
-   * A committed row, as transactions read it (the owner's thread only): from the hot-state cache, or
-   * from RocksDB with its stored bytes (what undoing a write of the key restores).
+   * A committed row, as transactions read it (the owner's thread only), with its stored bytes (what
+   * undoing a write of the key restores): from the hot-state cache, which holds stamped rows as
+   * stored, or from RocksDB.
    */
-  private[engine] def readCommitted(key: BytesKey): CommittedRow = {
+  private[engine] def readCommitted(key: BytesKey): StoredRow = {
     ensureOpen()
     val cached = hot.get(key)
-    if (cached != null) CachedRow(cached)
+    if (cached != null) StoredRow.Stamped(cached)
     else {
       val stored = database.stored(key.bytes)
-      if (admitting) stored.value.foreach(hot.admit(key, _))
+      admit(key, stored)
       stored
     }
   }
@@ -185,12 +186,19 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   /** Committed values of `keys`, in order: cached ones from the heap, the others in one native call. */
   private[engine] def getAllCommitted(keys: Seq[BytesKey]): Seq[Option[Array[Byte]]] = {
     ensureOpen()
-    val cached = keys.map(k => Option(hot.get(k)))
+    val cached = keys.map(k => Option(hot.get(k)).map(StoredRow.Stamped(_): StoredRow))
     val missing = keys.zip(cached).collect { case (k, None) => k }
-    val stored = database.getAll(missing.map(_.bytes))
-    if (admitting) missing.zip(stored).foreach { case (k, v) => v.foreach(hot.admit(k, _)) }
+    val stored = database.storedAll(missing.map(_.bytes))
+    missing.zip(stored).foreach { case (k, row) => admit(k, row) }
     val fromDatabase = stored.iterator
-    cached.map(_.orElse(fromDatabase.next()))
+    cached.map(_.getOrElse(fromDatabase.next()).value)
+  }
+
+  // Stamped rows only: format 1 rows (0.1.0's) move to the stamped family when written, and a cached
+  // row must carry its stamp, so a cached read can be undone and TTL needs no second look.
+  private def admit(key: BytesKey, row: StoredRow): Unit = row match {
+    case StoredRow.Stamped(stored) if admitting => hot.admit(key, stored)
+    case _ => ()
   }
 
   /** What this store's part of the hot-state cache did since the engine opened. */
@@ -248,7 +256,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
         // The version's early commits are in the database already; this write finishes it and
         // clears the in-flight marker atomically. Undoing it would need every early-committed
         // key, so such a version is not kept for rollback: a re-run rebuilds instead.
-        writeChanges(tellingCache(tx.changes, writeThrough = true), Long.MaxValue, RowFormat.of(point)) { last =>
+        writeChanges(tellingCache(tx.changes, RowFormat.of(point)), Long.MaxValue, RowFormat.of(point)) { last =>
           timeIndexUpkeep(tx, point, last)
           last.put(database.commit, committedKey, point.toBytes)
           last.delete(database.commit, inFlightKey)
@@ -259,7 +267,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       case None =>
         val snapshot = database.db.getSnapshot
         val touched = tx.touchedKeys
-        try writeChanges(tellingCache(tx.changes, writeThrough = true), Long.MaxValue, RowFormat.of(point)) { last =>
+        try writeChanges(tellingCache(tx.changes, RowFormat.of(point)), Long.MaxValue, RowFormat.of(point)) { last =>
           timeIndexUpkeep(tx, point, last)
           last.put(database.commit, committedKey, point.toBytes)
         }
@@ -291,7 +299,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     }
     val version = tx.base.version + 1
     val format = if (options.formatVersion == 1) RowFormat.Plain else RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs)
-    writeChanges(tellingCache(tx.changes, writeThrough = true), Long.MaxValue, format)(
+    writeChanges(tellingCache(tx.changes, format), Long.MaxValue, format)(
       _.put(database.commit, inFlightKey, versionBytes(version)))
     inFlightVersion = Some(version)
     tx.afterEarlyCommit()
@@ -356,7 +364,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     markInFlight(point.version)
     // The version switched TTL on: build the index as its batch did, before its rows (which index themselves).
     point.timeIndexSinceMs.filter(_ => committedPoint.timeIndexSinceMs.isEmpty).foreach(buildTimeIndex)
-    writeChanges(tellingCache(changes, writeThrough = false), options.replayChunkBytes, RowFormat.of(point)) { last =>
+    writeChanges(forgettingInCache(changes), options.replayChunkBytes, RowFormat.of(point)) { last =>
       if (droppingTimeIndex(point)) dropTimeIndex(last)
       last.put(database.commit, committedKey, point.toBytes)
       last.delete(database.commit, inFlightKey)
@@ -470,15 +478,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
           deleteRecursively(dir.toPath)
           reopen()
           throw e
-        case e: LocalStateException if EngineErrors.isLocalWriteFailure(e) =>
-          // A full disk: no database until a later load reopens the directory (see `reopen`).
-          detached = true
-          failedWrite = Some(e)
-          throw e
-        case e: Throwable =>
-          closed = true
-          closeOptions()
-          throw e
+        case e: Throwable => afterFailedOpen(e)
       }
     }
     failedWrite = None // a new database
@@ -494,16 +494,19 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       openDatabase()
       detached = false
       failedWrite = None
-    } catch {
-      case e: LocalStateException if EngineErrors.isLocalWriteFailure(e) =>
-        detached = true
-        failedWrite = Some(e)
-        throw e
-      case e: Throwable =>
-        closed = true
-        closeOptions()
-        throw e
-    }
+    } catch { case e: Throwable => afterFailedOpen(e) }
+
+  /** A refused write (a full disk) detaches the engine until a later load reopens it; anything else closes it. */
+  private def afterFailedOpen(e: Throwable): Nothing = e match {
+    case refused: LocalStateException if EngineErrors.isLocalWriteFailure(refused) =>
+      detached = true
+      failedWrite = Some(refused)
+      throw refused
+    case _ =>
+      closed = true
+      closeOptions()
+      throw e
+  }
 
   private def openDatabase(): Unit = {
     // Opening writes too (a new MANIFEST and OPTIONS file): a full disk fails here first.
@@ -511,7 +514,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       try LocalDatabase.open(dir, dbOptions, dataOptions, commitOptions)
       catch {
         case e: RocksDBException if LocalDatabase.isDamage(e) => throw EngineErrors.damagedDatabase(dir, e)
-        case e: RocksDBException => throw EngineErrors.localWriteFailed(dir, e)
+        // Only a full disk is a refused write here: a held LOCK (another engine on the directory) is not.
+        case e: RocksDBException if EngineErrors.isOutOfSpace(e) => throw EngineErrors.localWriteFailed(dir, e)
       }
     try {
       committedPoint = Option(opened.db.get(opened.commit, committedKey)).map(readCommitPoint).getOrElse(CommitPoint.empty)
@@ -556,19 +560,32 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     }
 
   /**
-   * `changes`, telling the cache of each as it goes by: the database will hold exactly these values.
-   * With `writeThrough` a put gives a cached key its new value; without (a replay, whose rows are not
-   * known to be hot) the cache forgets the key.
+   * `changes`, telling the cache of each as it goes by: the database will hold exactly these rows,
+   * written in `format`. A put gives a cached key its new stored row (stamped: the cache holds
+   * stamped rows only, so a format 1 write makes it forget the key); deletes make it forget.
    */
-  private def tellingCache(changes: Iterator[ChangeRecord], writeThrough: Boolean): Iterator[ChangeRecord] =
-    changes.map { change =>
-      change match {
-        case ChangeRecord.Put(k, v) => if (writeThrough) hot.written(k, v) else hot.forget(k)
-        case ChangeRecord.Delete(k) => hot.forget(k)
-        case _: ChangeRecord.DeleteRange => hot.forgetAll()
+  private def tellingCache(changes: Iterator[ChangeRecord], format: RowFormat): Iterator[ChangeRecord] =
+    format match {
+      case RowFormat.Stamped(stamp, _) => changes.map { change =>
+        change match {
+          // Encoded only for a key that is cached: most written keys are not.
+          case ChangeRecord.Put(k, v) => hot.written(k, StampedValues.encode(stamp, v))
+          case other => forgetIn(other)
+        }
+        change
       }
-      change
+      case _ => forgettingInCache(changes)
     }
+
+  /** `changes`, making the cache forget each key they touch (a replay: its rows are not known to be hot). */
+  private def forgettingInCache(changes: Iterator[ChangeRecord]): Iterator[ChangeRecord] =
+    changes.map { change => forgetIn(change); change }
+
+  private def forgetIn(change: ChangeRecord): Unit = change match {
+    case ChangeRecord.Put(k, _) => hot.forget(k)
+    case ChangeRecord.Delete(k) => hot.forget(k)
+    case _: ChangeRecord.DeleteRange => hot.forgetAll()
+  }
 
   /**
    * The TTL index writes of a commit: entries older than the transaction's expiry cutoff go (every

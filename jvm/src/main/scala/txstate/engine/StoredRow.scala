@@ -1,18 +1,14 @@
 package txstate.engine
 
 /**
- * What a transaction's read of the committed version found. A read that went to RocksDB also knows
- * the key's stored bytes and family: kept for a key the transaction then writes, they are what
- * undoing its commit writes back, with no read at undo time (docs/ARCHITECTURE.md, "Undoing the last
- * commit").
+ * A committed row as RocksDB stores it, as a transaction's read found it: in neither family, or its
+ * bytes in the family holding it. Kept for a key the transaction then writes, it is what undoing
+ * the commit writes back, with no read at undo time (docs/ARCHITECTURE.md, "Undoing the last
+ * commit"). The hot-state cache holds stamped rows in this form too, so a cached read knows as much.
  */
-private[engine] sealed trait CommittedRow {
+private[engine] sealed trait StoredRow {
   def value: Option[Array[Byte]]
-}
-
-/** A committed row as RocksDB stores it: in neither family, or its bytes in the family holding it. */
-private[engine] sealed trait StoredRow extends CommittedRow {
-  /** The bytes the stored key holds now, on its own: whatever the key's family holds now is not trusted. */
+  /** The bytes the key holds in `family`, on its own: it is absent from the other family. */
   def bytesIn(family: StoredRow.Family): Option[Array[Byte]]
   def byteSize: Long
 }
@@ -41,9 +37,4 @@ private[engine] object StoredRow {
     def bytesIn(family: Family): Option[Array[Byte]] = if (family == PlainFamily) Some(stored) else None
     def byteSize: Long = stored.length.toLong
   }
-}
-
-/** A value the hot-state cache answered: its stored bytes (the stamp) are not known. */
-private[engine] final case class CachedRow(cached: Array[Byte]) extends CommittedRow {
-  val value: Option[Array[Byte]] = Some(cached)
 }
