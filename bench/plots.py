@@ -145,7 +145,8 @@ def plot_scaling(path: Path, out: Path) -> None:
     data = json.loads(path.read_text())
     cells = data["cells"]
     peers = list(dict.fromkeys(c["peer"] for c in cells))
-    colors = dict(zip(peers, [TXSTATE_COLORS[0], TXSTATE_COLORS[1], *PEER_COLORS]))
+    others = iter(PEER_COLORS)
+    colors = {p: {"txstate": TXSTATE_COLORS[0], "txstate-nocache": TXSTATE_COLORS[1]}.get(p) or next(others) for p in peers}
     fig, axes = plt.subplots(1, 3, figsize=(15, 5))
     panels = (("updates_per_s", "updates/s (higher is better)", "updates/s"),
               ("commit_p50_ms", "commit p50 (lower is better)", "ms"),
