@@ -1,6 +1,6 @@
 package txstate.checkpoint
 
-import java.io.{DataInputStream, DataOutputStream, EOFException}
+import java.io.{ByteArrayInputStream, DataInputStream, DataOutputStream, EOFException}
 import java.nio.charset.StandardCharsets.US_ASCII
 
 import org.apache.hadoop.fs.Path
@@ -26,6 +26,9 @@ object ChangelogFile {
   private val firstStorageFieldsFormat = 3
   private val readableFormats = Seq(plainFormat, 2, formatVersion)
   private val codec: ChangelogCodec = ChangelogCodec.Lz4
+  // Far more than any header this build or an older one writes (two ids and a release name: about
+  // 200 bytes), so a header read never reaches the records.
+  private val headerPrefixBytes = 4096
 
   private val endTag: Byte = 0
   private val putTag: Byte = 1
@@ -93,13 +96,14 @@ object ChangelogFile {
     val in =
       try files.open(path)
       catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.missingChangelog(path, e) }
-    try {
-      val data = new DataInputStream(in)
-      val format =
-        try FramedFile.openHeader(data, magic, readableFormats, "changelog", path)(corrupt(path, _))
-        catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
-      readHeader(data, format, path)
-    } finally in.close()
+    val prefix =
+      try FramedFile.readPrefix(in, headerPrefixBytes)
+      finally in.close()
+    val data = new DataInputStream(new ByteArrayInputStream(prefix))
+    val format =
+      try FramedFile.openHeader(data, magic, readableFormats, "changelog", path)(corrupt(path, _))
+      catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
+    readHeader(data, format, path)
   }
 
   private def readHeader(in: DataInputStream, format: Int, path: Path): ChangelogHeader = {

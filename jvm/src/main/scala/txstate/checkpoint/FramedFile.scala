@@ -5,7 +5,7 @@ import java.util.zip.{CRC32C, CheckedOutputStream}
 
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{Path, PositionedReadable}
 
 import txstate.compat.CheckpointFileManager
 
@@ -58,6 +58,26 @@ private[checkpoint] object FramedFile {
     } catch {
       case e: java.io.FileNotFoundException => throw missing(e)
     }
+
+  /**
+   * At most the first `max` bytes of `in` (fewer for a shorter file). A stream that can read at a
+   * position (HDFS, S3A) is asked for exactly that range: from a sequential read a DataNode
+   * streams the block to its end, the whole changelog, though a header check needs a few hundred
+   * bytes, once per batch (docs/ARCHITECTURE.md, "Load paths").
+   */
+  def readPrefix(in: java.io.InputStream, max: Int): Array[Byte] = {
+    val buffer = new Array[Byte](max)
+    var filled = 0
+    var more = true
+    while (more && filled < max) {
+      val n = in match {
+        case positioned: PositionedReadable => positioned.read(filled.toLong, buffer, filled, max - filled)
+        case sequential => sequential.read(buffer, filled, max - filled)
+      }
+      if (n < 0) more = false else filled += n
+    }
+    java.util.Arrays.copyOf(buffer, filled)
+  }
 
   /**
    * Verifies `bytes` as a frame of `magic` in one of `formats` and returns the format found and a

@@ -66,6 +66,41 @@ final class HdfsCheckpointTest extends AnyFunSuite with ProviderFixture {
     Iterator.continually(it).takeWhile(_.hasNext).map(_.next().getPath.getName).toSeq
   }
 
+  /** The length of the changelog of `version` under `root` (checkpoint format v1 names it `<version>.txlog`). */
+  private def changelogLength(root: String, version: Long): Long = {
+    val fs = FileSystem.get(new Path(root).toUri, cluster.conf)
+    val it = fs.listFiles(new Path(root), true)
+    Iterator.continually(it).takeWhile(_.hasNext).map(_.next())
+      .find(_.getPath.getName == s"$version.txlog").map(_.getLen)
+      .getOrElse(fail(s"no changelog of version $version under $root: ${filesOnHdfs(root)}"))
+  }
+
+  /** The DataNode's bytes sent so far, once the count has stopped moving (it is bumped after a read ends). */
+  private def dataNodeBytesRead(): Long = {
+    def sample() = cluster.counters.getOrElse("dn.BytesRead", fail(s"no DataNode byte counter: ${cluster.counters}"))
+    Iterator.iterate(sample()) { previous => Thread.sleep(200); val now = sample(); if (now == previous) -1L else now }
+      .sliding(2).collectFirst { case Seq(stable, -1L) => stable }.get
+  }
+
+  test("a batch on the version it just committed reads the changelog's header only, not the changelog") {
+    val root = hdfsRoot()
+    withProvider(newProvider(root, keySchema, valueSchema)) { p =>
+      val s0 = p.getStore(0)
+      (0 until 40000).foreach(i => s0.put(key(s"key-$i-${i.toLong * 2654435761L}"), value(i.toLong), default))
+      assert(s0.commit() == 1)
+      val length = changelogLength(root, 1)
+      assert(length > (256L << 10), s"the changelog must be far larger than a DataNode packet (64 KiB): $length bytes")
+      val before = dataNodeBytesRead()
+      // Checkpoint format v1: reusing the local database checks version 1's id in its changelog's header.
+      val s1 = p.getStore(1)
+      val read = dataNodeBytesRead() - before
+      assert(custom(s1)("txstateRebuilds") == 0 && custom(s1)("txstateChangelogsReplayed") == 0, custom(s1))
+      s1.abort()
+      assert(read > 0, "the header must have been read from the DataNode")
+      assert(read <= (8L << 10), s"the DataNode sent $read bytes of a $length-byte changelog to check its header")
+    }
+  }
+
   test("versions committed to hdfs:// are rebuilt by a new provider from a snapshot and the changelogs after it") {
     val root = hdfsRoot()
     withProvider(newProvider(root, keySchema, valueSchema, settings = every2)) { p =>
