@@ -1,7 +1,7 @@
 package txstate.store
 
 import java.util.UUID
-import java.util.concurrent.atomic.AtomicReference
+import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 import scala.util.control.NonFatal
 
@@ -45,6 +45,9 @@ final class StoreInstance private (
   private var state: Lifecycle = Idle // guarded by `lifecycle`
   @volatile private var closed = false
   @volatile private var newestSnapshotVersion = 0L
+  // Commits this instance made, and what the last cleanup round saw (maintenance threads only).
+  private val commitsMade = new AtomicLong()
+  private var lastCleanupSaw: Option[(Long, Long)] = None
   private val snapshotActivity = new AtomicReference(SnapshotActivity.none)
   private val loader = new CheckpointLoader(engine, checkpoint, options.idsInFileNames, label, { manifest =>
     snapshots.adopt(engine.incarnation, manifest)
@@ -121,7 +124,15 @@ final class StoreInstance private (
    * through version X + 1, so this keeps minBatchesToRetain batches readable).
    */
   def cleanup(minVersionsToRetain: Int, storedFileGraceMs: Long): Unit = maintenanceLock.synchronized {
-    if (!closed) Cleanup.run(checkpoint, options.idsInFileNames, minVersionsToRetain, storedFileGraceMs, label)
+    // A round with no commit and no upload since the last one would list and read the same files
+    // and delete nothing new, and on an object store every list and read is a billed request.
+    // Files only time makes deletable (a killed writer's temporary file, an orphan past its grace
+    // period) wait for the round after the next commit.
+    val seen = (commitsMade.get, newestSnapshotVersion)
+    if (!closed && !lastCleanupSaw.contains(seen)) {
+      Cleanup.run(checkpoint, options.idsInFileNames, minVersionsToRetain, storedFileGraceMs, label)
+      lastCleanupSaw = Some(seen)
+    }
   }
 
   /**
@@ -158,6 +169,7 @@ final class StoreInstance private (
     val header = ChangelogHeader.of(point, tx.base.checkpointId, attempt.fold(0)(_.segments))
     val bytes = checkpoint.writeChangelog(header, idInName(header.checkpointId), tx.changes)
     engine.commit(tx, point)
+    commitsMade.incrementAndGet()
     if (forceSnapshot || point.version % options.snapshotInterval == 0) stageSnapshot(point.version)
     CommitReport(point, bytes, millisSince(start))
   }

@@ -101,6 +101,30 @@ final class HdfsCheckpointTest extends AnyFunSuite with ProviderFixture {
     }
   }
 
+  /** The NameNode calls a cleanup round makes (it lists, checks and opens), from `before` to now. */
+  private def readCallsSince(before: Map[String, Long]): Map[String, Long] = {
+    val now = cluster.counters
+    Seq("GetListing", "GetFileInfo", "GetBlockLocations").map(m => m -> (now.getOrElse(s"rpc.$m", 0L) -
+      before.getOrElse(s"rpc.$m", 0L))).toMap
+  }
+
+  test("a cleanup round with nothing committed or uploaded since the last one sends hdfs:// no request") {
+    val root = hdfsRoot()
+    withProvider(newProvider(root, keySchema, valueSchema, settings = every2)) { p =>
+      (0 until 3).foreach(commitVersion(p, _))
+      p.doMaintenance()
+      val idle = cluster.counters
+      p.doCleanupMaintenance()
+      val idleCalls = readCallsSince(idle)
+      assert(idleCalls.values.sum == 0, s"an idle cleanup round asked the NameNode: $idleCalls")
+      commitVersion(p, 3)
+      val afterCommit = cluster.counters
+      p.doCleanupMaintenance()
+      val calls = readCallsSince(afterCommit)
+      assert(calls("GetListing") > 0, s"the round after a commit must look at the checkpoint again: $calls")
+    }
+  }
+
   test("versions committed to hdfs:// are rebuilt by a new provider from a snapshot and the changelogs after it") {
     val root = hdfsRoot()
     withProvider(newProvider(root, keySchema, valueSchema, settings = every2)) { p =>
