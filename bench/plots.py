@@ -15,6 +15,7 @@ import json
 import re
 import sys
 import textwrap
+from typing import Any
 from pathlib import Path
 
 from bench_common import PLOTS_DIR, RESULTS_DIR
@@ -138,12 +139,26 @@ def plot_store(path: Path, out: Path) -> None:
     plt.close(fig)
 
 
-def plot_scaling(path: Path, out: Path) -> None:
+def merged_scaling_runs(paths: list[Path]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The cells of several scaling runs, a later run's cell replacing an earlier one's (same provider,
+    distribution and size); the runs must share batches, updates and heap, or their points would not compare."""
+    runs = [json.loads(p.read_text()) for p in paths]
+    shape = {(r["batches"], r["updates"], r["heap"]) for r in runs}
+    if len(shape) > 1:
+        raise SystemExit(f"scaling runs {', '.join(p.name for p in paths)} differ in batches/updates/heap: {shape}")
+    cells: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for run in runs:
+        for c in run["cells"]:
+            cells[(c["peer"], c["distribution"], c["keys"])] = c
+    return runs[-1], list(cells.values())
+
+
+def plot_scaling(paths: list[Path], out: Path) -> None:
     """Updates/s, commit p50 and peak RSS against state size: a line per provider and key distribution."""
     import matplotlib.pyplot as plt
 
-    data = json.loads(path.read_text())
-    cells = data["cells"]
+    data, cells = merged_scaling_runs(paths)
+    loads = [load for p in paths for load in json.loads(p.read_text())["loads"] or [0]]
     peers = list(dict.fromkeys(c["peer"] for c in cells))
     others = iter(PEER_COLORS)
     colors = {p: {"txstate": TXSTATE_COLORS[0], "txstate-nocache": TXSTATE_COLORS[1]}.get(p) or next(others) for p in peers}
@@ -169,9 +184,9 @@ def plot_scaling(path: Path, out: Path) -> None:
         ax.set_xlabel("keys in state")
         ax.set_ylabel(unit)
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"Scaling curve ({path.stem}): {data['batches']} batches x {data['updates']:,} get+put, "
+    fig.suptitle(f"Scaling curve: {data['batches']} batches x {data['updates']:,} get+put, "
                  f"every JVM -Xmx{data['heap']}; x: the run ran out of heap", fontsize=10)
-    fig.text(0.01, 0.005, f"{path.name}; load average up to {max(data['loads'] or [0]):.1f} (shared machine)",
+    fig.text(0.01, 0.005, f"{', '.join(p.name for p in paths)}; load average up to {max(loads):.1f}",
              fontsize=7, color="gray")
     fig.tight_layout(rect=(0, 0.02, 1, 0.95))
     fig.savefig(out, dpi=110)
@@ -181,8 +196,10 @@ def plot_scaling(path: Path, out: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=PLOTS_DIR)
-    for kind in ("streaming", "memory", "store", "scaling"):
+    for kind in ("streaming", "memory", "store"):
         parser.add_argument(f"--{kind}", type=Path, help=f"plot this {kind} result instead of the newest")
+    parser.add_argument("--scaling", type=Path, nargs="+",
+                        help="plot these scaling runs (merged, later ones win) instead of the newest full one")
     args = parser.parse_args()
     import matplotlib
 
@@ -197,7 +214,7 @@ def main() -> int:
         ("memory", args.memory or newest("memory-*.json", json_full), plot_memory),
         ("store", args.store or newest("store-*.md", store_full), plot_store),
         ("scaling", args.scaling or newest("scaling-*.json", lambda f: len(json.loads(f.read_text())["cells"]) >= 24),
-         plot_scaling),
+         lambda source, target: plot_scaling(source if isinstance(source, list) else [source], target)),
     )
     for kind, source, plot in sources:
         if source is None:
