@@ -35,6 +35,8 @@ JAR := $(call jar_of,$(LINE))
 JARS_BUILT := target/.jars-built
 # The 4.3 test classpath with Hadoop's mini DFS cluster, for tests/dfs_cluster.py (build.sbt, dfsClasspath).
 DFS_CLASSPATH := target/dfs-classpath.txt
+# The s3a connector's jars (for Spark) and s3proxy's (for the server), for tests/s3_server.py (build.sbt, project s3).
+S3_CLASSPATH := target/s3a-classpath.txt
 VPY := $(call venv_of,$(LINE))/bin/python
 WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
 PY_SOURCES := $(shell find python -name '*.py' -not -path '*/build/*' 2>/dev/null)
@@ -47,7 +49,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo test test-jvm test-python test-dfs bench-dfs test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo test test-jvm test-python test-dfs bench-dfs test-s3 bench-s3 test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick soak
@@ -104,8 +106,9 @@ test-jvm: $(VENV)/.installed
 	$(SBT) test
 
 # The whole pytest suite on the newest line.
+# tests/test_s3.py needs a session of its own (s3a on the driver's classpath): `make test-s3`.
 test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
-	$(VPY) -m pytest tests
+	$(VPY) -m pytest tests --ignore=tests/test_s3.py
 
 # A real HDFS (NameNode + DataNode, Hadoop's MiniDFSCluster) under the checkpoint: the Scala
 # provider test and the pytest cases (both also run in `make test`). tests/test_hdfs.py starts the
@@ -120,6 +123,18 @@ test-dfs: $(JARS_BUILT) $(VENV)/.installed
 # (changelog on): bench/results/dfs-requests-<timestamp>.md.
 bench-dfs: $(JARS_BUILT) $(DFS_CLASSPATH)
 	$(VPY) bench/dfs_requests.py
+
+# S3 under the checkpoint: s3a:// (hadoop-aws + the AWS SDK modules it uses) against s3proxy on
+# loopback (docs/reliability.md, "S3"). Not in `make test`: see that section for why.
+$(S3_CLASSPATH): build.sbt
+	$(SBT) s3/s3Classpath
+test-s3: $(JARS_BUILT) $(VENV)/.installed $(S3_CLASSPATH)
+	$(VPY) -m pytest tests/test_s3.py
+
+# Requests and bytes per micro-batch per store on S3 (PUT, COPY, GET, HEAD, LIST, DELETE), txstate
+# against Spark's RocksDB provider (changelog on): bench/results/s3-requests-<timestamp>.md.
+bench-s3: $(JARS_BUILT) $(S3_CLASSPATH)
+	$(VPY) bench/dfs_requests.py --fs s3
 
 # Every equivalence case migrated in every direction (CI runs every case hdfs -> txstate and one
 # case per state shape in the other directions).

@@ -172,6 +172,48 @@ lazy val spark43 = sparkLine(lineOf("4.3")).settings(
   },
   Test / compile := (Test / compile).dependsOn(dfsClasspath).value
 )
+// S3 under the checkpoint (docs/reliability.md, "S3"): the s3a:// connector (hadoop-aws at the Hadoop
+// version pyspark 4.3.0 ships) and a real S3-compatible server (s3proxy), resolved by a project of
+// their own so that no other task downloads them: `build/sbt s3Classpath` writes
+// target/s3a-classpath.txt (what Spark's driver and executors add) and target/s3proxy-classpath.txt
+// (the server's JVM) for tests/s3_server.py. hadoop-aws asks for the AWS SDK's 650 MB bundle; the
+// s3 and transfer-manager modules it uses are about 10 MB. Spark's own Netty, HttpClient, Jackson and
+// SLF4J stay first: only the SDK's jars and hadoop-aws go on Spark's classpath.
+val awsSdkVersion = "2.35.4" // hadoop-project 3.5.0's aws-java-sdk-v2.version
+val s3proxyVersion = "4.1.0"
+lazy val S3Server = config("s3server")
+lazy val s3Classpath = taskKey[Seq[File]]("Writes the s3a connector's and s3proxy's classpaths for tests/s3_server.py")
+lazy val s3 = (project in file("target") / "s3")
+  .settings(
+    name := "txstate-spark-s3-test-deps",
+    publish / skip := true,
+    Compile / sources := Nil,
+    Test / sources := Nil,
+    autoScalaLibrary := false,
+    ivyConfigurations += S3Server,
+    libraryDependencies ++= Seq(
+      ("org.apache.hadoop" % "hadoop-aws" % hadoopVersion).intransitive(),
+      "software.amazon.awssdk" % "s3" % awsSdkVersion,
+      "software.amazon.awssdk" % "s3-transfer-manager" % awsSdkVersion,
+      // hadoop-aws links its input streams to it (hadoop-project 3.5.0's version).
+      "software.amazon.s3.analyticsaccelerator" % "analyticsaccelerator-s3" % "1.3.1",
+      ("org.gaul" % "s3proxy" % s3proxyVersion % S3Server).classifier("jar-with-dependencies").intransitive()
+    ),
+    s3Classpath := {
+      val report = update.value
+      val target = (ThisBuild / baseDirectory).value / "target"
+      val sdkAndConnector: NameFilter =
+        GlobFilter("software.amazon.*") | new ExactFilter("org.reactivestreams") | new ExactFilter("org.apache.hadoop")
+      val jar = artifactFilter(`type` = "jar")
+      val onSpark = report.select(configurationFilter("compile"), moduleFilter(organization = sdkAndConnector), jar)
+      val server = report.select(configurationFilter(S3Server.name), moduleFilter(), jar)
+      val written = Seq(target / "s3a-classpath.txt" -> onSpark, target / "s3proxy-classpath.txt" -> server)
+      written.foreach { case (file, jars) =>
+        IO.write(file, jars.distinct.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))
+      }
+      written.map(_._1)
+    }
+  )
 lazy val lineProjects = Map("4.0" -> spark40, "4.1" -> spark41, "4.2" -> spark42, "4.3" -> spark43)
 
 lazy val conformance40 = conformance(lineOf("4.0"), spark40)

@@ -30,12 +30,14 @@ worker launching one executor JVM, each executor running one task at a time). Th
 The test computes the expected rows from the input and compares; this script asserts nothing
 except that it could do what it was asked (a kill that found no task to interrupt is an error).
 
-With `--hdfs`/`--webhdfs` the checkpoint is on that HDFS (test_hdfs.py), read over WebHDFS.
+With `--hdfs`/`--webhdfs` the checkpoint is on that HDFS (test_hdfs.py), read over WebHDFS. With
+`--s3`/`--s3-bucket-dir` it is on that S3 server (test_s3.py), written through s3a:// and read from the
+server's blob store.
 
 Usage: executor_failure_job.py --input DIR --work-dir DIR --result FILE [--provider CLASS]
        [--query count_sum|dedup|count] [--ttl DURATION] [--batch-pause SECONDS]
        [--kill-batch B] [--kill-after-segments N] [--max-bytes 1m] [--timeout SECONDS]
-       [--hdfs hdfs://HOST:PORT --webhdfs http://HOST:PORT]
+       [--hdfs hdfs://HOST:PORT --webhdfs http://HOST:PORT] [--s3 http://HOST:PORT --s3-bucket-dir DIR]
 """
 
 from __future__ import annotations
@@ -47,12 +49,13 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import streaming_harness  # noqa: E402
 from dfs_cluster import WebHdfsPath  # noqa: E402
+from s3_server import S3Path, s3a_spark_settings  # noqa: E402
 from cluster_tasks import (  # noqa: E402
     alongside,
     executor_ids,
@@ -97,7 +100,7 @@ QUERIES = {
 }
 
 
-def build_session(provider: str, max_bytes: str):
+def build_session(provider: str, max_bytes: str, extra: Mapping[str, str] = {}):
     import pyspark
 
     # Executors of a standalone cluster are launched from $SPARK_HOME: the pip package is one.
@@ -116,6 +119,7 @@ def build_session(provider: str, max_bytes: str):
         # The local RocksDB runs without a WAL: only flushed memtables survive a SIGKILL. With 1 MiB
         # memtables the early commits reach disk (under their in-flight marker) before the kill.
         TXSTATE + "writeBufferSizeMB": "1",
+        **extra,
     }
     builder = SparkSession.builder.master("local-cluster[2,1,1024]").appName("txstate-executor-failure")
     for key, value in settings.items():
@@ -142,21 +146,30 @@ def main() -> int:
     parser.add_argument("--hdfs", default=None,
                         help="hdfs://host:port: put the checkpoint on this HDFS (with --webhdfs); default local")
     parser.add_argument("--webhdfs", default=None, help="http://host:port of that HDFS's NameNode (WebHDFS)")
+    parser.add_argument("--s3", default=None,
+                        help="http://host:port of an S3 server: put the checkpoint in its bucket (with --s3-bucket-dir)")
+    parser.add_argument("--s3-bucket-dir", default=None, type=Path,
+                        help="the folder of that server's blob store that holds the bucket (tests/s3_server.py)")
     args = parser.parse_args()
     if bool(args.hdfs) != bool(args.webhdfs):
         parser.error("--hdfs and --webhdfs go together (the checkpoint is written to one, listed through the other)")
+    if bool(args.s3) != bool(args.s3_bucket_dir):
+        parser.error("--s3 and --s3-bucket-dir go together (the checkpoint is written to one, listed in the other)")
 
     work_dir: Path = args.work_dir
     checkpoint = work_dir / "checkpoint"
     if args.hdfs:
         # Listed and read over WebHDFS by the same helpers; Spark writes to str(checkpoint), hdfs://.
         checkpoint = WebHdfsPath(args.hdfs, args.webhdfs, f"/executor-failure/{work_dir.name}/checkpoint")
+    if args.s3:
+        # Spark writes to str(checkpoint), s3a://; the helpers list the server's blob store.
+        checkpoint = S3Path(args.s3_bucket_dir, f"executor-failure/{work_dir.name}/checkpoint")
     query_kind = QUERIES[args.query]
     version = args.kill_batch + 1  # batch b commits version b + 1
     report: dict = {"provider": args.provider, "kill": None, "errors": [], "query_exception": None,
                     "version": version, "batch_times": {}}
     started = time.monotonic()
-    spark = build_session(args.provider, args.max_bytes)
+    spark = build_session(args.provider, args.max_bytes, s3a_spark_settings(args.s3) if args.s3 else {})
     sc = spark.sparkContext
     app_id = sc.applicationId
     report["app_id"] = app_id

@@ -1,0 +1,122 @@
+"""txstate with its checkpoint on S3: Hadoop's s3a:// connector (hadoop-aws at the Hadoop version
+pyspark ships) against a real S3-compatible server, s3proxy, in its own JVM on loopback, started once
+for this module (tests/s3_server.py) and stopped at its end. On S3 a rename is a copy and a delete,
+so every atomic write of the checkpoint takes Spark's non-atomic rename path.
+
+- Operator equivalence: a case per state shape from test_operator_equivalence (an aggregation, a
+  deduplication with eviction, the four stores of a stream-stream outer join), each with a stop
+  and restart in the middle, emits batch by batch what Spark's HDFS provider emits on local disk,
+  while every byte of txstate's state goes through s3a (the changelogs are objects in the bucket).
+- An executor killed mid-batch, before its store commits, with the checkpoint on S3: the same job
+  and checks as test_executor_failure and test_hdfs.
+
+This module needs a Spark session with s3a on its classpath, so it runs in a pytest process of its
+own (`make test-s3`; `make test-python` leaves it out). It needs target/s3a-classpath.txt and
+target/s3proxy-classpath.txt (`build/sbt s3/s3Classpath`); it fails, never skips, without them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import streaming_harness
+from cluster_tasks import check_killed_before_commit, run_job_script
+from s3_server import BUCKET, S3Server, S3Unavailable
+from streaming_harness import InputFiles, assert_same_output, list_checkpoint, run_case
+from test_executor_failure import (
+    JOB,
+    JOB_TIMEOUT_S,
+    KILL_AFTER_SEGMENTS,
+    KILL_BATCH,
+    QUERY_TIMEOUT_S,
+    differences,
+    expected_updates,
+    input_batches,
+    read_rows,
+)
+from test_hdfs import HDFS_CASES
+from test_operator_equivalence import OPERATOR_CASES, run_reference
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """s3proxy in its own JVM with one bucket, behind the counting proxy, for this module's tests."""
+    try:
+        server = S3Server.start(tmp_path_factory.mktemp("s3"))
+    except S3Unavailable as error:
+        pytest.fail(str(error), pytrace=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def spark(plugin_jar: Path, s3: S3Server):
+    """conftest's local[2] session, with s3a on the driver's classpath and pointed at the server."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if SparkContext._active_spark_context is not None:  # noqa: SLF001 (pyspark's documented singleton)
+        pytest.fail("tests/test_s3.py needs a Spark session of its own (s3a on the driver's classpath): run it "
+                    "in a pytest process of its own, as `make test-s3` does", pytrace=False)
+    builder = SparkSession.builder.master("local[2]").appName("txstate-spark-s3-tests")
+    for key, value in {**streaming_harness.spark_settings(plugin_jar), **s3.spark_settings()}.items():
+        builder = builder.config(key, value)
+    session = builder.config("spark.driver.memory", "2g").getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    for query in session.streams.active:
+        query.stop()
+    session.stop()
+
+
+@pytest.mark.parametrize("case", [c for c in OPERATOR_CASES if c.name in HDFS_CASES], ids=lambda c: c.name)
+def test_a_checkpoint_on_s3_emits_what_spark_emits_batch_by_batch_across_a_restart(
+    spark, candidate_provider, work_dir, s3, case
+):
+    reference = run_reference(spark, case, work_dir)
+    checkpoint = s3.path(f"equivalence/{case.name}/checkpoint")
+    before = s3.counters()
+    candidate = run_case(spark, case, candidate_provider, work_dir / "candidate", checkpoint=checkpoint)
+    assert len(candidate.run_batch_ids) == 2 and all(candidate.run_batch_ids)
+    assert_same_output(reference, candidate, case.name)
+    # The state really went through s3a: every store instance's changelogs are objects in the
+    # bucket, and the server was asked to copy (the renames of atomic writes).
+    stores = list_checkpoint(checkpoint)
+    assert all(store.changelogs for store in stores), [str(s.path) for s in stores]
+    assert str(stores[0].path).startswith(f"s3a://{BUCKET}/equivalence/")
+    after = s3.counters()
+    copies = after.get("requests.COPY", 0) - before.get("requests.COPY", 0)
+    assert copies >= sum(len(store.changelogs) for store in stores), (before, after)
+
+
+def test_an_executor_killed_before_its_store_commits_on_s3_leaves_exact_counts(
+    work_dir, plugin_jar, candidate_provider, s3
+):
+    batches = input_batches()
+    inputs = InputFiles(work_dir / "input", ["events"])
+    for index, rows in enumerate(batches):
+        inputs.write_batch(index, {"events": rows})
+    report, log = run_job_script(
+        JOB, ["--input", str(inputs.dirs["events"]), "--work-dir", str(work_dir / "job"),
+              "--provider", candidate_provider, "--kill-batch", str(KILL_BATCH),
+              "--kill-after-segments", str(KILL_AFTER_SEGMENTS), "--max-bytes", "1m",
+              "--timeout", str(QUERY_TIMEOUT_S), "--s3", s3.endpoint, "--s3-bucket-dir", str(s3.path("").local)],
+        work_dir / "job", plugin_jar, JOB_TIMEOUT_S)
+    print(f"\nkill: {report['kill']}; job {report['job_seconds']} s")
+    check_killed_before_commit(report, log, KILL_BATCH, KILL_AFTER_SEGMENTS)
+    assert report["recorded_provider"] == candidate_provider
+
+    want_batches, want_state = expected_updates(batches)
+    output: Path = work_dir / "job" / "output"
+    for batch_id, want in enumerate(want_batches):
+        problems = differences(read_rows(output / f"batch-{batch_id:03d}"), want)
+        assert not problems, f"batch {batch_id} (the kill came in batch {KILL_BATCH}): " + "; ".join(problems)
+    problems = differences(read_rows(work_dir / "job" / "state-dump"), want_state)
+    assert not problems, "the final state read back from S3: " + "; ".join(problems)
