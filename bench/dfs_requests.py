@@ -8,7 +8,9 @@ against Spark's RocksDB provider with changelog checkpointing on, in the same ru
 HDFS: a NameNode and a DataNode (Hadoop's MiniDFSCluster, tests/dfs_cluster.py) run in their own JVM on
 loopback. S3: s3proxy runs in its own JVM on loopback and Spark reaches it through s3a:// and a
 counting HTTP proxy (tests/s3_server.py) that classifies every request (PUT, COPY, GET, HEAD, LIST,
-DELETE) and counts the bytes sent and answered. The same streaming aggregation (`groupBy(k).agg(count, sum)`, update mode, one store per
+DELETE) and counts the bytes sent and answered.
+
+The same streaming aggregation (`groupBy(k).agg(count, sum)`, update mode, one store per
 shuffle partition) runs over the same input once per provider, with its checkpoint on the cluster,
 then once without state (a projection with the same source and sink): what Spark's own logs cost
 (offsets, commits, metadata). Before and after each run (and a settle time for the maintenance
@@ -97,17 +99,18 @@ class FileSystemKind:
     title: str
     where: str  # what the checkpoint is on, for the report
     counted: str  # what the counts are, for the report
+    make_target: str
     rows: Callable[[dict[str, int]], dict[str, float]]
 
 
 FILE_SYSTEMS = {
     "hdfs": FileSystemKind(
         "hdfs", "dfs-requests", "HDFS", "a NameNode + DataNode (MiniDFSCluster) on loopback",
-        "the NameNode's client RPC calls and the DataNode's bytes", hdfs_rows),
+        "the NameNode's client RPC calls and the DataNode's bytes", "make bench-dfs", hdfs_rows),
     "s3": FileSystemKind(
         "s3", "s3-requests", "S3", "s3proxy (filesystem blob store) on loopback, through s3a:// (hadoop-aws)",
         "the S3 requests s3a sent, by kind, and their body bytes (a counting HTTP proxy in front of s3proxy)",
-        s3_rows),
+        "make bench-s3", s3_rows),
 }
 
 
@@ -127,7 +130,8 @@ def parse_args() -> Params:
     parser.add_argument("--keys", type=int, default=20_000, help="distinct keys")
     parser.add_argument("--updates", type=int, default=5_000, help="rows per batch (random keys)")
     parser.add_argument("--partitions", type=int, default=2, help="shuffle partitions = stores per batch")
-    parser.add_argument("--fs", choices=sorted(FILE_SYSTEMS), default="hdfs", help="the file system under the checkpoints")
+    parser.add_argument("--fs", choices=sorted(FILE_SYSTEMS), default="hdfs",
+                        help="the file system under the checkpoints")
     parser.add_argument("--maintenance", default="1s",
                         help="spark.sql.streaming.stateStore.maintenanceInterval (Spark's default: 60s)")
     args = parser.parse_args()
@@ -244,12 +248,13 @@ def main() -> int:
     body = [[label, fmt_num(tx[label]), fmt_num(rocks[label]), fmt_ratio(ratio(tx[label], rocks[label]))]
             for label in tx]
     logs_body = [[label, fmt_num(value / params.batches)] for label, value in logs.items()]
-    command = (f".venv/bin/python bench/dfs_requests.py --fs {params.fs} --batches {params.batches} --keys {params.keys} "
-               f"--updates {params.updates} --partitions {params.partitions} --maintenance {params.maintenance}")
+    command = (f".venv/bin/python bench/dfs_requests.py --fs {params.fs} --batches {params.batches} "
+               f"--keys {params.keys} --updates {params.updates} --partitions {params.partitions} "
+               f"--maintenance {params.maintenance}")
     markdown = "\n".join([
         f"# {kind.title} requests and bytes per micro-batch per store ({stamp})",
         "",
-        f"`{command}` (`make bench-{'dfs' if kind.name == 'hdfs' else 's3'}`). A streaming `groupBy(k).agg(count, sum)` in update mode, "
+        f"`{command}` (`{kind.make_target}`). A streaming `groupBy(k).agg(count, sum)` in update mode, "
         f"{params.batches} micro-batches of {params.updates:,} rows over {params.keys:,} keys, "
         f"{params.partitions} stores (shuffle partitions), checkpoint on {kind.where}; snapshots every 10 "
         f"versions (Spark's default), maintenance every {params.maintenance}, 10 batches retained. Counts are "

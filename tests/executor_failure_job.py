@@ -147,7 +147,7 @@ def main() -> int:
                         help="hdfs://host:port: put the checkpoint on this HDFS (with --webhdfs); default local")
     parser.add_argument("--webhdfs", default=None, help="http://host:port of that HDFS's NameNode (WebHDFS)")
     parser.add_argument("--s3", default=None,
-                        help="http://host:port of an S3 server: put the checkpoint in its bucket (with --s3-bucket-dir)")
+                        help="http://host:port of an S3 server for the checkpoint (with --s3-bucket-dir)")
     parser.add_argument("--s3-bucket-dir", default=None, type=Path,
                         help="the folder of that server's blob store that holds the bucket (tests/s3_server.py)")
     args = parser.parse_args()
