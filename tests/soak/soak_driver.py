@@ -35,6 +35,7 @@ from typing import Any
 SOAK_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(SOAK_DIR))
 sys.path.insert(0, str(SOAK_DIR.parent))
+sys.path.insert(0, str(SOAK_DIR.parent.parent / "python"))  # txstate_spark, when not run by `make soak`
 
 import streaming_harness  # noqa: E402
 from cluster_tasks import executor_ids, wait_for  # noqa: E402
