@@ -91,29 +91,29 @@ def differences(got: dict[int, tuple], want: dict[int, tuple]) -> list[str]:
     return problems
 
 
-def test_an_executor_killed_before_its_store_commits_leaves_exact_counts(
-    work_dir, plugin_jar, candidate_provider
-):
+def run_kill_job(work_dir: Path, plugin_jar: Path, provider: str, extra_args: list[str]) -> tuple[list, dict]:
+    """Writes the input, runs the job with an executor killed in KILL_BATCH (`extra_args` put the
+    checkpoint elsewhere), and checks the kill came before the store committed; returns the input
+    batches and the job's report."""
     batches = input_batches()
     inputs = InputFiles(work_dir / "input", ["events"])
     for index, rows in enumerate(batches):
         inputs.write_batch(index, {"events": rows})
     report, log = run_job_script(
         JOB, ["--input", str(inputs.dirs["events"]), "--work-dir", str(work_dir / "job"),
-              "--provider", candidate_provider, "--kill-batch", str(KILL_BATCH),
+              "--provider", provider, "--kill-batch", str(KILL_BATCH),
               "--kill-after-segments", str(KILL_AFTER_SEGMENTS), "--max-bytes", "1m",
-              "--timeout", str(QUERY_TIMEOUT_S)],
+              "--timeout", str(QUERY_TIMEOUT_S), *extra_args],
         work_dir / "job", plugin_jar, JOB_TIMEOUT_S)
-    kill = report["kill"]
-    print(f"\nkill: {kill}; job {report['job_seconds']} s")
+    print(f"\nkill: {report['kill']}; job {report['job_seconds']} s")
     check_killed_before_commit(report, log, KILL_BATCH, KILL_AFTER_SEGMENTS)
-    assert report["recorded_provider"] == candidate_provider
+    assert report["recorded_provider"] == provider
+    return batches, report
 
-    kill_progress = [p for p in report["progress"] if p["batchId"] == KILL_BATCH and p.get("stateOperators")]
-    print(f"kill batch state metrics: {[op.get('customMetrics') for op in kill_progress[-1]['stateOperators']]}"
-          if kill_progress else "no progress of the kill batch")
 
-    # Every batch's output, and the state rebuilt from the checkpoint, are exact.
+def assert_exact_counts(work_dir: Path, batches: list[list[dict]], state_from: str) -> None:
+    """Every batch's output of the job in `work_dir`, and the final state it read back from
+    `state_from` (the checkpoint's file system, for the message), equal the counts of the input."""
     want_batches, want_state = expected_updates(batches)
     output = work_dir / "job" / "output"
     assert sorted(p.name for p in output.iterdir()) == [f"batch-{b:03d}" for b in range(len(batches))], (
@@ -122,4 +122,15 @@ def test_an_executor_killed_before_its_store_commits_leaves_exact_counts(
         problems = differences(read_rows(output / f"batch-{batch_id:03d}"), want)
         assert not problems, f"batch {batch_id} (the kill came in batch {KILL_BATCH}): " + "; ".join(problems)
     problems = differences(read_rows(work_dir / "job" / "state-dump"), want_state)
-    assert not problems, "the final state read back from the checkpoint: " + "; ".join(problems)
+    assert not problems, f"the final state read back from {state_from}: " + "; ".join(problems)
+
+
+def test_an_executor_killed_before_its_store_commits_leaves_exact_counts(
+    work_dir, plugin_jar, candidate_provider
+):
+    batches, report = run_kill_job(work_dir, plugin_jar, candidate_provider, [])
+    kill_progress = [p for p in report["progress"] if p["batchId"] == KILL_BATCH and p.get("stateOperators")]
+    print(f"kill batch state metrics: {[op.get('customMetrics') for op in kill_progress[-1]['stateOperators']]}"
+          if kill_progress else "no progress of the kill batch")
+    # Every batch's output, and the state rebuilt from the checkpoint, are exact.
+    assert_exact_counts(work_dir, batches, "the checkpoint")

@@ -16,25 +16,13 @@ never skips, without them.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from cluster_tasks import check_killed_before_commit, run_job_script
 from dfs_cluster import DfsCluster, DfsUnavailable
-from streaming_harness import InputFiles, assert_same_output, list_checkpoint, run_case
-from test_executor_failure import (
-    JOB,
-    JOB_TIMEOUT_S,
-    KILL_AFTER_SEGMENTS,
-    KILL_BATCH,
-    QUERY_TIMEOUT_S,
-    differences,
-    expected_updates,
-    input_batches,
-    read_rows,
-)
+from streaming_harness import assert_same_output, list_checkpoint, run_case
+from test_executor_failure import assert_exact_counts, run_kill_job
 from test_operator_equivalence import OPERATOR_CASES, run_reference
 
 # One case per state shape: keyed aggregation, dedup with watermark eviction, a stream-stream join.
@@ -70,24 +58,5 @@ def test_a_checkpoint_on_hdfs_emits_what_spark_emits_batch_by_batch_across_a_res
 def test_an_executor_killed_before_its_store_commits_on_hdfs_leaves_exact_counts(
     work_dir, plugin_jar, candidate_provider, dfs
 ):
-    batches = input_batches()
-    inputs = InputFiles(work_dir / "input", ["events"])
-    for index, rows in enumerate(batches):
-        inputs.write_batch(index, {"events": rows})
-    report, log = run_job_script(
-        JOB, ["--input", str(inputs.dirs["events"]), "--work-dir", str(work_dir / "job"),
-              "--provider", candidate_provider, "--kill-batch", str(KILL_BATCH),
-              "--kill-after-segments", str(KILL_AFTER_SEGMENTS), "--max-bytes", "1m",
-              "--timeout", str(QUERY_TIMEOUT_S), "--hdfs", dfs.hdfs, "--webhdfs", dfs.web],
-        work_dir / "job", plugin_jar, JOB_TIMEOUT_S)
-    print(f"\nkill: {report['kill']}; job {report['job_seconds']} s")
-    check_killed_before_commit(report, log, KILL_BATCH, KILL_AFTER_SEGMENTS)
-    assert report["recorded_provider"] == candidate_provider
-
-    want_batches, want_state = expected_updates(batches)
-    output: Path = work_dir / "job" / "output"
-    for batch_id, want in enumerate(want_batches):
-        problems = differences(read_rows(output / f"batch-{batch_id:03d}"), want)
-        assert not problems, f"batch {batch_id} (the kill came in batch {KILL_BATCH}): " + "; ".join(problems)
-    problems = differences(read_rows(work_dir / "job" / "state-dump"), want_state)
-    assert not problems, "the final state read back from HDFS: " + "; ".join(problems)
+    batches, _ = run_kill_job(work_dir, plugin_jar, candidate_provider, ["--hdfs", dfs.hdfs, "--webhdfs", dfs.web])
+    assert_exact_counts(work_dir, batches, "HDFS")
