@@ -255,6 +255,6 @@ def test_before_the_first_commit_reads_say_no_batch_committed_yet(spark, tmp_pat
 def test_the_source_is_registered_under_its_short_name(spark):
     services = Path(__file__).resolve().parents[1] / "jvm/src/main/resources/META-INF/services"
     registered = (services / "org.apache.spark.sql.sources.DataSourceRegister").read_text().split()
-    assert registered == ["txstate.spark.query.source.TxStateSource"]
+    assert registered == ["txstate.query.source.TxStateSource"]
     with pytest.raises(Exception, match=re.escape("TXSTATE_SOURCE_NO_TARGET")):
         spark.read.format("txstate").load()

@@ -18,7 +18,7 @@ from typing import List
 from txstate_spark.errors import TxStateConfigurationError
 from txstate_spark.jar import jar_path
 
-MAIN_CLASS = "txstate.spark.query.serve.ServeMain"
+MAIN_CLASS = "txstate.serve.ServeMain"
 
 #: The JDK modules Spark's classes reach into by reflection (off-heap buffers, the cleaner,
 #: serializers): opened to the classpath so JDK 17+ does not refuse them.

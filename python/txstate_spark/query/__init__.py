@@ -17,7 +17,7 @@
 Queries read the last committed version of each partition's store (READ_COMMITTED): in local mode
 on the driver, on a cluster on the executor that holds the store, and, with
 ``allow_checkpoint_reads()``, from the checkpoint files when no running query holds it. The JVM side
-is ``txstate.spark.query.PythonQueryGateway``; the protocol is in docs/query-protocol.md. Needs
+is ``txstate.query.ProtocolCalls``; the protocol is in docs/query-protocol.md. Needs
 classic (py4j) pyspark: Spark Connect sessions are refused with a :class:`StateQueryError`.
 """
 

@@ -1,4 +1,4 @@
-"""The calls to the JVM's ``txstate.spark.query.PythonQueryGateway`` (docs/query-protocol.md).
+"""The calls to the JVM's ``txstate.query.ProtocolCalls`` (docs/query-protocol.md).
 
 Each call sends and receives one JSON string, over one of two transports:
 
@@ -21,7 +21,7 @@ from txstate_spark.errors import StateQueryError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-GATEWAY_CLASS = "txstate.spark.query.PythonQueryGateway"
+GATEWAY_CLASS = "txstate.query.ProtocolCalls"
 SOURCE_FORMAT = "txstate"
 _ERROR_MARK = "[TXSTATE_"
 

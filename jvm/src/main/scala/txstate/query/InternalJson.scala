@@ -1,0 +1,109 @@
+package txstate.query
+
+import java.util.Base64
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.JsonNode
+import com.fasterxml.jackson.databind.node.{ArrayNode, JsonNodeFactory, ObjectNode}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.catalyst.util.{ArrayBasedMapData, ArrayData, GenericArrayData, MapData}
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * Spark's internal values <-> JSON, as docs/query-protocol.md specifies: what crosses py4j between
+ * `txstate_spark.query` and [[ProtocolCalls]]. Rows are arrays in schema order.
+ */
+private[query] object InternalJson {
+  private val nodes = JsonNodeFactory.instance
+
+  def readRow(node: JsonNode, schema: StructType, what: String): InternalRow = {
+    if (node == null || !node.isArray || node.size != schema.length) {
+      throw bad(what, s"expected an array of ${schema.length} values for ${schema.simpleString}, got $node")
+    }
+    new GenericInternalRow(schema.fields.zipWithIndex.map { case (f, i) => read(node.get(i), f.dataType, s"$what.${f.name}") })
+  }
+
+  def writeRow(row: InternalRow, schema: StructType): ArrayNode = {
+    val out = nodes.arrayNode()
+    schema.fields.zipWithIndex.foreach { case (f, i) => out.add(write(if (row.isNullAt(i)) null else row.get(i, f.dataType), f.dataType)) }
+    out
+  }
+
+  private def read(node: JsonNode, dataType: DataType, what: String): Any = {
+    if (node == null || node.isNull) return null
+    def need(ok: Boolean): Unit = if (!ok) throw bad(what, s"expected ${dataType.simpleString}, got $node")
+    dataType match {
+      case BooleanType => need(node.isBoolean); node.booleanValue
+      case ByteType => need(node.canConvertToInt); node.intValue.toByte
+      case ShortType => need(node.canConvertToInt); node.intValue.toShort
+      case IntegerType | DateType | _: YearMonthIntervalType => need(node.canConvertToInt); node.intValue
+      case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType =>
+        need(node.canConvertToLong); node.longValue
+      case FloatType => floating(node, what, dataType).toFloat
+      case DoubleType => floating(node, what, dataType)
+      case _: StringType => need(node.isTextual); UTF8String.fromString(node.textValue)
+      case BinaryType => need(node.isTextual); Base64.getDecoder.decode(node.textValue)
+      case d: DecimalType =>
+        need(node.isTextual || node.isNumber)
+        Decimal(BigDecimal(node.asText), d.precision, d.scale)
+      case s: StructType => readRow(node, s, what)
+      case ArrayType(element, _) =>
+        need(node.isArray)
+        new GenericArrayData(node.elements().asScala.map(read(_, element, s"$what[]")).toArray[Any])
+      case MapType(k, v, _) =>
+        need(node.isObject && node.has("keys") && node.has("values"))
+        val keys = node.get("keys").elements().asScala.map(read(_, k, s"$what.key")).toArray[Any]
+        val values = node.get("values").elements().asScala.map(read(_, v, s"$what.value")).toArray[Any]
+        ArrayBasedMapData(keys, values)
+      case NullType => null
+      case other => throw bad(what, s"columns of type ${other.simpleString} cannot be queried from Python")
+    }
+  }
+
+  private def floating(node: JsonNode, what: String, dataType: DataType): Double =
+    if (node.isNumber) node.doubleValue
+    else if (node.isTextual) node.textValue match {
+      case "NaN" => Double.NaN
+      case "Infinity" => Double.PositiveInfinity
+      case "-Infinity" => Double.NegativeInfinity
+      case other => throw bad(what, s"expected ${dataType.simpleString}, got '$other'")
+    }
+    else throw bad(what, s"expected ${dataType.simpleString}, got $node")
+
+  private def write(value: Any, dataType: DataType): JsonNode = if (value == null) nodes.nullNode() else dataType match {
+    case BooleanType => nodes.booleanNode(value.asInstanceOf[Boolean])
+    case ByteType => nodes.numberNode(value.asInstanceOf[Byte].toInt)
+    case ShortType => nodes.numberNode(value.asInstanceOf[Short].toInt)
+    case IntegerType | DateType | _: YearMonthIntervalType => nodes.numberNode(value.asInstanceOf[Int])
+    case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType => nodes.numberNode(value.asInstanceOf[Long])
+    case FloatType => floatingNode(value.asInstanceOf[Float].toDouble)
+    case DoubleType => floatingNode(value.asInstanceOf[Double])
+    case _: StringType => nodes.textNode(value.toString)
+    case BinaryType => nodes.textNode(Base64.getEncoder.encodeToString(value.asInstanceOf[Array[Byte]]))
+    case _: DecimalType => nodes.textNode(value.asInstanceOf[Decimal].toJavaBigDecimal.toPlainString)
+    case s: StructType => writeRow(value.asInstanceOf[InternalRow], s)
+    case ArrayType(element, _) =>
+      val array = value.asInstanceOf[ArrayData]
+      val out = nodes.arrayNode()
+      (0 until array.numElements()).foreach(i => out.add(write(if (array.isNullAt(i)) null else array.get(i, element), element)))
+      out
+    case MapType(k, v, _) =>
+      val map = value.asInstanceOf[MapData]
+      val out: ObjectNode = nodes.objectNode()
+      out.set[JsonNode]("keys", write(map.keyArray(), ArrayType(k)))
+      out.set[JsonNode]("values", write(map.valueArray(), ArrayType(v)))
+      out
+    case NullType => nodes.nullNode()
+    case other => nodes.textNode(String.valueOf(value)) // shown, not round-tripped: no Python type for it
+  }
+
+  private def floatingNode(d: Double): JsonNode =
+    if (d.isNaN) nodes.textNode("NaN")
+    else if (d.isInfinite) nodes.textNode(if (d > 0) "Infinity" else "-Infinity")
+    else nodes.numberNode(d)
+
+  private def bad(what: String, why: String) = QueryErrors.badKey(what, why)
+}
