@@ -13,6 +13,15 @@ final case class SparkLine(line: String, compile: Option[String], scala: String,
   /** The sbt project id: spark40, spark41, ... */
   def id: String = "spark" + line.replace(".", "")
 
+  /** The sbt project of Spark's conformance suite on this line: conformance40, ... */
+  def conformanceId: String = "conformance" + line.replace(".", "")
+
+  /** "2.13" of "2.13.18": the suffix of Scala artifacts and of the jar's name. */
+  def scalaBinary: String = scala.split('.').take(2).mkString(".")
+
+  /** target/<jarName>: txstate-spark-<line>_<scala>-<version>.jar */
+  def jarName(version: String): String = s"txstate-spark-${line}_$scalaBinary-$version.jar"
+
   /** Spark and its tests jars come from different releases (the tests jar must be linked loosely). */
   def testsFromOtherRelease: Boolean = !compile.contains(tests)
 

@@ -2,11 +2,9 @@ package txstate.spark
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
-import org.apache.spark.sql.types.StructType
 
 /**
- * The StateStore members Spark 4.2 and 4.3 added (`registerColFamily`: 4.3), declared for Spark
- * 4.0 and 4.1, which lack them, so the shared TxStateStore implements them with `override` on
+ * The StateStore members Spark 4.2 added, declared for Spark 4.0 and 4.1, which lack them, so the shared TxStateStore implements them with `override` on
  * every line (docs/ARCHITECTURE.md, "Spark lines"). Spark 4.0 and 4.1 never call them; our tests,
  * queries and benchmarks do.
  */
@@ -21,6 +19,4 @@ trait StoreApiAddedIn42 {
   def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair]
   def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair]
   def allColumnFamilyNames: Set[String]
-  def registerColFamily(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
-      keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit
 }

@@ -3,7 +3,7 @@ package txstate.spark
 import org.apache.spark.sql.execution.streaming.state._
 
 /** StateStore members of Spark 4.2 and 4.3 that 4.1 lacks (docs/ARCHITECTURE.md, "Spark lines"). */
-trait StoreApiOfOtherLines extends StoreApiAddedIn42
+trait StoreApiOfOtherLines extends StoreApiAddedIn42 with StoreApiAddedIn43
 
 /**
  * StateStoreProvider members of Spark 4.0, 4.2 and 4.3 that 4.1 lacks, declared here so the shared

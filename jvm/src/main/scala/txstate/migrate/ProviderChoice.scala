@@ -20,6 +20,4 @@ object ProviderChoice {
 
   /** The name for a class, or the class itself for a provider migrate does not know. */
   def describe(className: String): String = all.find(_.className == className).fold(className)(_.name)
-
-  def isKnown(className: String): Boolean = all.exists(_.className == className)
 }

@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.{ChangelogHeader, LineageChain, StoreCheckpoint}
+import txstate.checkpoint.{ChangelogHeader, StoreCheckpoint}
 import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, EngineErrors, HotStateCache,
   LocalStateException, Transaction, TxEngine}
 

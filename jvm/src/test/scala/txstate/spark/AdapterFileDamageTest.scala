@@ -4,7 +4,6 @@ import java.io.File
 import java.nio.file.Files
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
