@@ -5,8 +5,8 @@ docs/reliability.md, "Soak".
 The harness (this process) writes the input batch by batch, keeps the model (soak_model.py), runs
 the driver (soak_driver.py) in a process group of its own, and injects the faults:
   * executor:<phase>: SIGKILL of an executor JVM in a phase of the aggregation's stores (put,
-    spill, commit, snapshot, cleanup), aimed by the driver's FaultRunner (soak_faults.py); Spark
-    retries the lost tasks on the executor the worker launches in its place;
+    early-commit, commit, snapshot, cleanup), aimed by the driver's FaultRunner (soak_faults.py);
+    Spark retries the lost tasks on the executor the worker launches in its place;
   * driver: SIGKILL of the driver's whole process group (Python, the driver JVM with the
     standalone master and workers inside it, the executor JVMs) at a random point of a batch, then
     a new driver on the same checkpoints and local directories;
