@@ -33,9 +33,11 @@ pyspark_of = $(shell awk '$$1 == "$(1)" {print $$4}' project/spark-lines.tsv)
 JARS := $(foreach line,$(LINES),$(call jar_of,$(line)))
 JAR := $(call jar_of,$(LINE))
 JARS_BUILT := target/.jars-built
-# The 4.3 test classpath with Hadoop's mini DFS cluster, for tests/dfs_cluster.py (build.sbt, dfsClasspath).
+# The 4.3 test classpath with Hadoop's mini DFS cluster, for tests/servers/dfs_cluster.py
+# (build.sbt, dfsClasspath).
 DFS_CLASSPATH := target/dfs-classpath.txt
-# The s3a connector's jars (for Spark) and s3proxy's (for the server), for tests/s3_server.py (build.sbt, project s3).
+# The s3a connector's jars (for Spark) and s3proxy's (for the server), for tests/servers/s3_server.py
+# (build.sbt, project s3).
 S3_CLASSPATH := target/s3a-classpath.txt
 VPY := $(call venv_of,$(LINE))/bin/python
 WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
@@ -146,7 +148,7 @@ test-migration-full: $(JARS_BUILT) $(WHEEL)
 # follower (which also reads through the data source), and state TTL on an aggregation (whose
 # read-then-write stores differ by line).
 LINE_TESTS := tests/test_packaging.py tests/test_operator_equivalence.py tests/test_executor_failure.py \
-  tests/test_state_source.py tests/test_followers.py::test_a_follower_changes_nothing_under_the_checkpoint \
+  tests/test_txstate_source.py tests/test_followers.py::test_a_follower_changes_nothing_under_the_checkpoint \
   tests/test_state_ttl.py::test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says \
   tests/test_hot_cache.py::test_every_batch_matches_the_model_whatever_the_cache
 test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)

@@ -155,9 +155,9 @@ lazy val spark42 = sparkLine(lineOf("4.2"))
 // systems"): Hadoop's shaded mini cluster, at the Hadoop version pyspark 4.3.0 ships
 // (hadoop-client-api/-runtime-3.5.0 in its jars), test-only and intransitive (it builds on those two).
 // The test classpath is written to target/dfs-classpath.txt for the pytest fixture that starts the
-// cluster as its own JVM (tests/dfs_cluster.py).
+// cluster as its own JVM (tests/servers/dfs_cluster.py).
 val hadoopVersion = "3.5.0"
-lazy val dfsClasspath = taskKey[File]("Writes the mini DFS cluster's classpath (4.3 test classes) for tests/dfs_cluster.py")
+lazy val dfsClasspath = taskKey[File]("Writes the mini DFS cluster's classpath (4.3 test classes) for tests/servers/dfs_cluster.py")
 lazy val spark43 = sparkLine(lineOf("4.3")).settings(
   libraryDependencies += ("org.apache.hadoop" % "hadoop-client-minicluster" % hadoopVersion % Test).intransitive(),
   dfsClasspath := {
@@ -176,13 +176,13 @@ lazy val spark43 = sparkLine(lineOf("4.3")).settings(
 // version pyspark 4.3.0 ships) and a real S3-compatible server (s3proxy), resolved by a project of
 // their own so that no other task downloads them: `build/sbt s3Classpath` writes
 // target/s3a-classpath.txt (what Spark's driver and executors add) and target/s3proxy-classpath.txt
-// (the server's JVM) for tests/s3_server.py. hadoop-aws asks for the AWS SDK's 650 MB bundle; the
+// (the server's JVM) for tests/servers/s3_server.py. hadoop-aws asks for the AWS SDK's 650 MB bundle; the
 // s3 and transfer-manager modules it uses are about 10 MB. Spark's own Netty, HttpClient, Jackson and
 // SLF4J stay first: only the SDK's jars and hadoop-aws go on Spark's classpath.
 val awsSdkVersion = "2.35.4" // hadoop-project 3.5.0's aws-java-sdk-v2.version
 val s3proxyVersion = "4.1.0"
 lazy val S3Server = config("s3server")
-lazy val s3Classpath = taskKey[Seq[File]]("Writes the s3a connector's and s3proxy's classpaths for tests/s3_server.py")
+lazy val s3Classpath = taskKey[Seq[File]]("Writes the s3a connector's and s3proxy's classpaths for tests/servers/s3_server.py")
 lazy val s3 = (project in file("target") / "s3")
   .settings(
     name := "txstate-spark-s3-test-deps",

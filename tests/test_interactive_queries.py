@@ -10,7 +10,7 @@
 * A 100,000-key store with a two-column key: a scan paged through completely, ranges in both
   orders, prefixes, compared with the state computed here.
 * The same queries on `local-cluster[2,1,1024]` (stores on executor JVMs, a subprocess running
-  interactive_query_job.py) answer exactly what they answer in local mode.
+  jobs/interactive_query_job.py) answer exactly what they answer in local mode.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-import interactive_query_job as job
-import streaming_harness
+from harness.counting_stream import KEYS, check_counter, start_counting_stream, wait_until
+from jobs import interactive_query_job as job
 from txstate_spark.query import (
     FailureReason,
     KeyQuery,
@@ -331,7 +331,7 @@ def test_page_rows_and_result_rows_are_both_read_only_attributes():
 
 def test_a_spark_connect_session_is_served_through_the_data_source_not_py4j():
     # The transport is chosen from the session's type alone (the real round trip under Connect is
-    # in test_state_source_connect.py); anything but a StreamingQuery or a path is refused.
+    # in test_txstate_source_connect.py); anything but a StreamingQuery or a path is refused.
     connect_session = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
     assert isinstance(gateway_for(connect_session), ConnectGateway)
     with pytest.raises(StateQueryError, match="StreamingQuery \\(classic or Spark Connect\\), a Follower or a checkpoint"):
@@ -357,7 +357,7 @@ def cluster_run(tmp_path_factory, plugin_jar):
     env = {**os.environ, "TXSTATE_SPARK_JAR": str(plugin_jar), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join([str(TESTS_DIR.parent / "python"), os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, str(TESTS_DIR / "interactive_query_job.py"), "--work-dir", str(work_dir),
+    command = [sys.executable, str(TESTS_DIR / "jobs" / "interactive_query_job.py"), "--work-dir", str(work_dir),
                "--result", str(result), "--timeout", "240"]
     log = log_path.open("w")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -378,56 +378,8 @@ def _start_cluster_early(request):
 # ------------------------------------------------------------------------------------------------
 # Helpers for the Spark tests
 
-ROWS_PER_BATCH = 600
-KEYS = 12  # divides ROWS_PER_BATCH: every batch adds 50 rows to every key
-
-
-def expected_counter(key: int, batch_id: int) -> tuple[int, int, int]:
-    """(count, sum, max) of key `key` after batch `batch_id` of the counting stream."""
-    m = (batch_id + 1) * ROWS_PER_BATCH // KEYS
-    return m, KEYS * m * (m - 1) // 2 + key * m, (batch_id + 1) * ROWS_PER_BATCH - KEYS + key
-
-
-def start_counting_stream(spark, checkpoint: Path, name: str, extra_conf: dict | None = None,
-                          trigger_ms: int = 300):
-    """groupBy(value % KEYS).agg(count, sum, max) over rate-micro-batch, in update mode."""
-    from pyspark.sql import functions as F
-
-    source = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", ROWS_PER_BATCH).load()
-    # A named column, not an expression: the state's key schema then says "k".
-    counts = source.withColumn("k", F.col("value") % KEYS).groupBy("k").agg(
-        F.count(F.lit(1)).alias("n"), F.sum("value").alias("total"), F.max("value").alias("top"))
-    conf = {streaming_harness.PROVIDER_CLASS_CONF: streaming_harness.TXSTATE_PROVIDER, **(extra_conf or {})}
-    with streaming_harness.session_conf(spark, conf):
-        return (counts.writeStream.queryName(name).format("noop").outputMode("update")
-                .option("checkpointLocation", str(checkpoint))
-                .trigger(processingTime=f"{trigger_ms} milliseconds").start())
-
-
 def committed_batches(checkpoint: Path) -> list[int]:
     return sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
-
-
-def wait_until(predicate, timeout_s: float, what: str, query=None):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if query is not None and query.exception() is not None:
-            raise AssertionError(f"{what}: the query failed: {query.exception()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout_s:.0f} s")
-        time.sleep(0.2)
-
-
-def check_counter(value: Row, key: int, batch_id: int, context: str) -> None:
-    want = expected_counter(key, batch_id)
-    assert value is not None, f"{context}: key {key} absent at batch {batch_id}"
-    assert tuple(value) == want, (
-        f"{context}: key {key} at batch {batch_id}: state (count, sum, max) is {tuple(value)}, "
-        f"expected {want} (an answer that is not exactly one committed batch)"
-    )
 
 
 def reasons(result) -> dict[int, FailureReason | None]:

@@ -46,10 +46,10 @@ SOAK_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(SOAK_DIR))
 sys.path.insert(0, str(SOAK_DIR.parent))
 
-from cluster_tasks import process_is_gone, wait_for  # noqa: E402
+from harness.cluster_tasks import process_is_gone, wait_for  # noqa: E402
 from soak_faults import PHASES, TASK_PHASES  # noqa: E402
 from soak_model import QUERIES, SOURCES, Model, Sizes, check_answer, join_expected, output_differences  # noqa: E402
-from streaming_harness import REPO_ROOT, InputFiles  # noqa: E402
+from harness.streaming_harness import REPO_ROOT, InputFiles  # noqa: E402
 
 KINDS = tuple(f"executor:{p}" for p in PHASES) + ("driver", "restart-keep", "restart-wipe")
 DRIVER_START_S = 180.0

@@ -37,9 +37,9 @@ sys.path.insert(0, str(SOAK_DIR))
 sys.path.insert(0, str(SOAK_DIR.parent))
 sys.path.insert(0, str(SOAK_DIR.parent.parent / "python"))  # txstate_spark, when not run by `make soak`
 
-import streaming_harness  # noqa: E402
-from cluster_tasks import executor_ids, wait_for  # noqa: E402
-from executor_failure_job import LOCAL_DIR_CONF, build_session  # noqa: E402
+from harness import streaming_harness  # noqa: E402
+from harness.cluster_tasks import executor_ids, wait_for  # noqa: E402
+from jobs.executor_failure_job import LOCAL_DIR_CONF, build_session  # noqa: E402
 from soak_faults import FaultRunner  # noqa: E402
 from soak_model import QUERIES, SCHEMAS  # noqa: E402
 

@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import streaming_harness
-from cluster_tasks import executor_processes, process_is_gone, running_stateful_tasks, wait_for
+from harness import streaming_harness
+from harness.cluster_tasks import executor_processes, process_is_gone, running_stateful_tasks, wait_for
 
 TASK_PHASES = ("put", "early-commit", "commit")
 MAINTENANCE_PHASES = ("snapshot", "cleanup")
