@@ -1,6 +1,7 @@
 # txstate-spark: the commands users and CI run. Everything is installed on first use.
 #   make demo   build the jars and run a real streaming job on local Spark with our provider
 #   make test   every Spark line: sbt tests, Spark's conformance suite, pytest against real Spark
+#   make test-unit  the Python unit tests alone (no JVM, no jar): about a second
 #   make conformance  Spark's own state store conformance suite against our provider (part of make test)
 #   make jar    the plugin jars alone, one per Spark line (spark-submit --jars, Databricks cluster library)
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
@@ -33,9 +34,11 @@ pyspark_of = $(shell awk '$$1 == "$(1)" {print $$4}' project/spark-lines.tsv)
 JARS := $(foreach line,$(LINES),$(call jar_of,$(line)))
 JAR := $(call jar_of,$(LINE))
 JARS_BUILT := target/.jars-built
-# The 4.3 test classpath with Hadoop's mini DFS cluster, for tests/dfs_cluster.py (build.sbt, dfsClasspath).
+# The 4.3 test classpath with Hadoop's mini DFS cluster, for tests/servers/dfs_cluster.py
+# (build.sbt, dfsClasspath).
 DFS_CLASSPATH := target/dfs-classpath.txt
-# The s3a connector's jars (for Spark) and s3proxy's (for the server), for tests/s3_server.py (build.sbt, project s3).
+# The s3a connector's jars (for Spark) and s3proxy's (for the server), for tests/servers/s3_server.py
+# (build.sbt, project s3).
 S3_CLASSPATH := target/s3a-classpath.txt
 VPY := $(call venv_of,$(LINE))/bin/python
 WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
@@ -49,7 +52,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo test test-jvm test-python test-dfs bench-dfs test-s3 bench-s3 test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick soak
@@ -110,6 +113,11 @@ test-jvm: $(VENV)/.installed
 test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
 	$(VPY) -m pytest tests --ignore=tests/test_s3.py
 
+# The unit tests alone (tests/unit: no JVM, no Spark session, no jar), in about a second; also part
+# of test-python.
+test-unit: $(VENV)/.installed
+	$(VPY) -m pytest tests/unit
+
 # A real HDFS (NameNode + DataNode, Hadoop's MiniDFSCluster) under the checkpoint: the Scala
 # provider test and the pytest cases (both also run in `make test`). tests/test_hdfs.py starts the
 # cluster's JVM from the 4.3 line's test classpath, which sbt writes to $(DFS_CLASSPATH).
@@ -141,12 +149,12 @@ bench-s3: $(JARS_BUILT) $(S3_CLASSPATH)
 test-migration-full: $(JARS_BUILT) $(WHEEL)
 	TXSTATE_MIGRATION_FULL=1 $(VPY) -m pytest tests/test_migration.py -k emits_what_the_unmigrated
 
-# Each older line in its own venv (its pyspark from PyPI): packaging, every operator against Spark's
-# HDFS provider across a restart, an executor killed mid-batch, the txstate data source, a
-# follower (which also reads through the data source), and state TTL on an aggregation (whose
-# read-then-write stores differ by line).
-LINE_TESTS := tests/test_packaging.py tests/test_operator_equivalence.py tests/test_executor_failure.py \
-  tests/test_state_source.py tests/test_followers.py::test_a_follower_changes_nothing_under_the_checkpoint \
+# Each older line in its own venv (its pyspark from PyPI): packaging, the unit tests (conversions
+# follow pyspark's types), every operator against Spark's HDFS provider across a restart, an
+# executor killed mid-batch, the txstate data source, a follower (which also reads through the data
+# source), and state TTL on an aggregation (whose read-then-write stores differ by line).
+LINE_TESTS := tests/test_packaging.py tests/unit tests/test_operator_equivalence.py tests/test_executor_failure.py \
+  tests/test_txstate_source.py tests/test_followers.py::test_a_follower_changes_nothing_under_the_checkpoint \
   tests/test_state_ttl.py::test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says \
   tests/test_hot_cache.py::test_every_batch_matches_the_model_whatever_the_cache
 test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)

@@ -28,13 +28,13 @@ ThisBuild / scalaVersion := newestLine.scala
 // version pyspark 4.3.0 ships) and a real S3-compatible server (s3proxy), resolved by a project of
 // their own so that no other task downloads them: `build/sbt s3Classpath` writes
 // target/s3a-classpath.txt (what Spark's driver and executors add) and target/s3proxy-classpath.txt
-// (the server's JVM) for tests/s3_server.py. hadoop-aws asks for the AWS SDK's 650 MB bundle; the
+// (the server's JVM) for tests/servers/s3_server.py. hadoop-aws asks for the AWS SDK's 650 MB bundle; the
 // s3 and transfer-manager modules it uses are about 10 MB. Spark's own Netty, HttpClient, Jackson and
 // SLF4J stay first: only the SDK's jars and hadoop-aws go on Spark's classpath.
 val awsSdkVersion = "2.35.4" // hadoop-project 3.5.0's aws-java-sdk-v2.version
 val s3proxyVersion = "4.1.0"
 lazy val S3Server = config("s3server")
-lazy val s3Classpath = taskKey[Seq[File]]("Writes the s3a connector's and s3proxy's classpaths for tests/s3_server.py")
+lazy val s3Classpath = taskKey[Seq[File]]("Writes the s3a connector's and s3proxy's classpaths for tests/servers/s3_server.py")
 lazy val s3 = (project in file("target") / "s3")
   .settings(
     name := "txstate-spark-s3-test-deps",

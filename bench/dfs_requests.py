@@ -5,9 +5,9 @@ against Spark's RocksDB provider with changelog checkpointing on, in the same ru
   make bench-dfs                    (HDFS; builds the jar and the 4.3 test classes first)
   make bench-s3                     (S3; builds the jar and resolves the s3a and s3proxy jars first)
 
-HDFS: a NameNode and a DataNode (Hadoop's MiniDFSCluster, tests/dfs_cluster.py) run in their own JVM on
+HDFS: a NameNode and a DataNode (Hadoop's MiniDFSCluster, tests/servers/dfs_cluster.py) run in their own JVM on
 loopback. S3: s3proxy runs in its own JVM on loopback and Spark reaches it through s3a:// and a
-counting HTTP proxy (tests/s3_server.py) that classifies every request (PUT, COPY, GET, HEAD, LIST,
+counting HTTP proxy (tests/servers/s3_server.py) that classifies every request (PUT, COPY, GET, HEAD, LIST,
 DELETE) and counts the bytes sent and answered.
 
 The same streaming aggregation (`groupBy(k).agg(count, sum)`, update mode, one store per
@@ -36,9 +36,9 @@ from typing import Callable, Protocol
 
 from bench_common import (ROCKSDB_CHANGELOG, TXSTATE, fmt_num, fmt_ratio, load_average, machine_facts, publish,
                           ratio, table, timestamp)
-from dfs_cluster import DfsCluster
-from s3_server import S3Server
-from streaming_harness import await_available_now, plugin_jar
+from harness.streaming_harness import await_available_now, plugin_jar
+from servers.dfs_cluster import DfsCluster
+from servers.s3_server import S3Server
 
 RUN_TIMEOUT_S = 600
 SETTLE_S = 6.0  # with maintenance every second, a few rounds upload pending snapshots and clean up
@@ -58,7 +58,7 @@ REQUESTS: dict[str, tuple[str, ...]] = {
 DATANODE_CALLS = {"SendHeartbeat", "BlockReceivedAndDeleted", "BlockReport", "CacheReport", "RegisterDatanode",
                   "VersionRequest", "ErrorReport", "CommitBlockSynchronization", "SendLifeline"}
 BYTES = {"KiB written (DataNode)": "dn.BytesWritten", "KiB read (DataNode)": "dn.BytesRead"}
-# On S3 (tests/s3_server.py's kinds): a rename is a COPY and a DELETE; OTHER are multipart starts
+# On S3 (tests/servers/s3_server.py's kinds): a rename is a COPY and a DELETE; OTHER are multipart starts
 # and completions.
 S3_REQUESTS = ("PUT", "COPY", "GET", "HEAD", "LIST", "DELETE", "OTHER")
 S3_BYTES = {"KiB uploaded (PUT bodies)": "bytes_in.PUT", "KiB downloaded (GET bodies)": "bytes_out.GET",

@@ -4,7 +4,7 @@ against Spark's RocksDB provider, in the same run.
   .venv/bin/python bench/memory_bench.py --quick     (part of `make bench-quick`)
   .venv/bin/python bench/memory_bench.py             (part of `make bench`)
 
-Each configuration runs tests/bounded_memory_job.py in `huge` mode in its own process: one
+Each configuration runs tests/jobs/bounded_memory_job.py in `huge` mode in its own process: one
 micro-batch of `groupBy(k).agg(count, sum)` over millions of new keys on `local-cluster[2,1,1024]`
 (two real executor JVMs of 1 GiB heap), while the job samples the executors' resident memory from
 /proc (peak VmRSS, VmHWM) and reads their JVM heap peaks from Spark's executor metrics. The job
@@ -32,9 +32,9 @@ from bench_common import (CHANGELOG_CONF, REPO_ROOT, ROCKSDB_CLASS, TXSTATE_CLAS
                           fmt_spread, load_average, load_warning, machine_facts, ratio, table, timestamp,
                           publish)
 
-import bounded_memory_job  # tests/, put on sys.path by bench_common
+from jobs import bounded_memory_job  # tests/, put on sys.path by bench_common
 
-JOB = REPO_ROOT / "tests" / "bounded_memory_job.py"
+JOB = REPO_ROOT / "tests" / "jobs" / "bounded_memory_job.py"
 MIB = 1 << 20
 JOB_TIMEOUT_S = 1200
 
@@ -175,7 +175,7 @@ def render(stamp: str, mode: str, keys: int, rows: int, repetitions: int, config
               "mode, `foreachBatch` sums the output), 4 parquet input files, `local-cluster[2,1,1024]` "
               "(2 executors, 1 core and 1 GiB heap each), 2 shuffle partitions: one state store per executor.",
               "- Each configuration in its own application (fresh executors, fresh checkpoint); RSS sampled "
-              "every 200 ms from /proc by tests/bounded_memory_job.py.",
+              "every 200 ms from /proc by tests/jobs/bounded_memory_job.py.",
               "- Spark RocksDB keeps RocksDB's own defaults for memtables (its `writeBufferSizeMB`/"
               "`maxWriteBufferNumber` unset) and an 8 MiB block cache per instance; `boundedMemoryUsage` "
               "puts all instances of an executor under one shared 500 MiB limit.", ""]

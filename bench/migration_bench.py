@@ -32,7 +32,7 @@ from pathlib import Path
 from bench_common import (CHANGELOG_CONF, HDFS_CLASS, PROVIDER_CLASS_CONF, REPO_ROOT, fmt_num, load_average,
                           load_warning, machine_facts, publish, table, timestamp)
 
-from streaming_harness import plugin_jar  # tests/, put on sys.path by bench_common
+from harness.streaming_harness import plugin_jar  # tests/, put on sys.path by bench_common
 
 MIB = 1 << 20
 DRIVER_MEMORY = "6g"

@@ -20,7 +20,7 @@ then `--queries` KeyQuery lookups of random keys against the running query, afte
 Latencies are wall-clock milliseconds measured in the driver's Python process. local: stores and
 queries on the driver JVM. local-cluster[2,1,1024]: stores on two executor JVMs, each query served
 on the executor holding the partition's store. connect: a local[2] Spark Connect server started
-with the jar (tests/connect_server.py), the query and the lookups sent from a Connect client
+with the jar (tests/servers/connect_server.py), the query and the lookups sent from a Connect client
 session, where KeyQuery goes through the txstate data source (no py4j row). Prints a markdown table
 and the command.
 """
@@ -188,7 +188,7 @@ def run_mode(mode: str, keys: int, queries: int, work_dir: Path) -> Dict[str, An
 def run_behind_connect(child: List[str], work_dir: Path) -> "subprocess.CompletedProcess[str]":
     """Run the connect child as a client of a local Spark Connect server started with the jar."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from connect_server import ConnectServer
+    from servers.connect_server import ConnectServer
 
     import txstate_spark
 

@@ -1,4 +1,9 @@
-"""Shared fixtures for the real-Spark tests.
+"""Shared fixtures for the real-Spark tests (the unit tests under unit/ use none of them).
+
+Layout: test_*.py are the tests; harness/ is what they share, jobs/ the scripts they run in
+processes of their own, servers/ the HDFS, S3 and Spark Connect servers they start, soak/ the soak,
+fixtures/ checkpoints of older releases. This file puts tests/ on sys.path, so those folders import
+as packages (`from harness import streaming_harness`) however pytest roots.
 
 Environment:
   TXSTATE_SPARK_JAR
@@ -14,7 +19,7 @@ Environment:
 
 The provider is chosen per query: `spark.sql.streaming.stateStore.providerClass` is read when a
 query starts from a fresh checkpoint (and taken from the checkpoint's offset log on a restart), so
-one local session serves every provider; see streaming_harness.run_case.
+one local session serves every provider; see harness.streaming_harness.run_case.
 """
 
 from __future__ import annotations
@@ -26,10 +31,10 @@ from pathlib import Path
 import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
-if str(TESTS_DIR) not in sys.path:  # the helpers import as top-level modules however pytest roots
+if str(TESTS_DIR) not in sys.path:  # the packages above import from here (see the docstring)
     sys.path.insert(0, str(TESTS_DIR))
 
-import streaming_harness  # noqa: E402
+from harness import streaming_harness  # noqa: E402
 
 
 @pytest.fixture(scope="session")

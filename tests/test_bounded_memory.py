@@ -18,7 +18,7 @@ undoes every early commit, a crash with a version in flight rebuilds from the ch
    txstate.localDir) with the version in flight and rebuilds; every batch's output and the final
    state stay exact.
 
-Tests 1 and 3 run bounded_memory_job.py in their own process (their own SparkContext); test 2 uses
+Tests 1 and 3 run jobs/bounded_memory_job.py in their own process (their own SparkContext); test 2 uses
 the shared local session. Every expectation is computed here from the input, with numpy.
 """
 
@@ -31,7 +31,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bounded_memory_job import (
+from harness.cluster_tasks import log_excerpt, run_job_script
+from harness.streaming_harness import PROVIDER_CLASS_CONF, describe_failure, held_locks, session_conf
+from jobs.bounded_memory_job import (
     LOCAL_DIR_CONF,
     MAX_BYTES_CONF,
     SCHEMA,
@@ -42,11 +44,9 @@ from bounded_memory_job import (
     write_parquet,
     write_parquet_file,
 )
-from cluster_tasks import log_excerpt, run_job_script
-from streaming_harness import PROVIDER_CLASS_CONF, describe_failure, held_locks, session_conf
 
 TESTS_DIR = Path(__file__).resolve().parent
-JOB = TESTS_DIR / "bounded_memory_job.py"
+JOB = TESTS_DIR / "jobs" / "bounded_memory_job.py"
 MIB = 1 << 20
 
 HUGE_KEYS = 5_000_000

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import pytest
 
-from streaming_harness import (
+from harness.streaming_harness import (
     PROVIDER_CLASS_CONF,
     BatchCollector,
     InputFiles,

@@ -1,7 +1,7 @@
 """A streaming aggregation survives losing an executor JVM in the middle of a batch's state writes,
 before its store commits, with exact results.
 
-The job runs in its own process (executor_failure_job.py) on `local-cluster[2,1,1024]`, so its
+The job runs in its own process (jobs/executor_failure_job.py) on `local-cluster[2,1,1024]`, so its
 executors are real JVM processes. With `txstate.maxUncommittedBytes=1m` the stateful task of the
 kill batch writes its store's uncommitted changes to the checkpoint in early-commit segments
 (`<v>_<id>-<k>.txseg`) well before it commits the version (`<v>.txlog`); the job SIGKILLs the
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from cluster_tasks import check_killed_before_commit, run_job_script
-from streaming_harness import InputFiles
+from harness.cluster_tasks import check_killed_before_commit, run_job_script
+from harness.streaming_harness import InputFiles
 
 TESTS_DIR = Path(__file__).resolve().parent
-JOB = TESTS_DIR / "executor_failure_job.py"
+JOB = TESTS_DIR / "jobs" / "executor_failure_job.py"
 JOB_TIMEOUT_S = 480  # the job itself takes about a minute on two quiet cores
 QUERY_TIMEOUT_S = 360
 

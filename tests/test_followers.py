@@ -1,6 +1,6 @@
 """Read-only followers (txstate_spark.follow) of real streaming queries on real Spark.
 
-The leader is the counting stream of test_interactive_queries.py: `rate-micro-batch` with N rows
+The leader is the counting stream of harness/counting_stream.py: `rate-micro-batch` with N rows
 per batch grouped by `value % K`, so every key's (count, sum, max) after batch b is known
 (`expected_counter`). An answer is right only if it is exactly the state at the batch its
 partition says it answered from: a torn batch, a stale value or an invented one all fail.
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import txstate_spark
-from test_interactive_queries import KEYS, check_counter, expected_counter, start_counting_stream, wait_until
+from harness.counting_stream import KEYS, check_counter, expected_counter, start_counting_stream, wait_until
 from txstate_spark.query import (
     FailureReason,
     KeyQuery,

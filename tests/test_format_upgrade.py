@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 import pytest
 
 from fixtures.make_checkpoints_0_1_0 import BATCHES, EVENTS, KEYS, QUERIES
-from streaming_harness import (
+from harness.streaming_harness import (
     TXSTATE_PROVIDER,
     BatchCollector,
     InputFiles,

@@ -1,6 +1,6 @@
 """txstate with its checkpoint on a real HDFS: a NameNode and a DataNode (Hadoop's MiniDFSCluster,
 the Hadoop version pyspark ships) in their own JVM on loopback, started once for this module
-(tests/dfs_cluster.py) and stopped at its end.
+(tests/servers/dfs_cluster.py) and stopped at its end.
 
 - Operator equivalence: a case per state shape from test_operator_equivalence (an aggregation, a
   deduplication with eviction, the four stores of a stream-stream outer join), each with a stop
@@ -20,8 +20,8 @@ from typing import Iterator
 
 import pytest
 
-from dfs_cluster import DfsCluster, DfsUnavailable
-from streaming_harness import assert_same_output, list_checkpoint, run_case
+from harness.streaming_harness import assert_same_output, list_checkpoint, run_case
+from servers.dfs_cluster import DfsCluster, DfsUnavailable
 from test_executor_failure import assert_exact_counts, run_kill_job
 from test_operator_equivalence import OPERATOR_CASES, run_reference
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from streaming_harness import (
+from harness.streaming_harness import (
     PROVIDER_CLASS_CONF,
     TXSTATE_PROVIDER,
     BatchCollector,
@@ -24,7 +24,7 @@ from streaming_harness import (
     read_sources,
     session_conf,
 )
-from ttl_model import count_model
+from harness.ttl_model import count_model
 
 CACHE_CONF = "spark.sql.streaming.stateStore.txstate.hotCacheSizeMB"
 HOT_KEYS = 20000

@@ -1,7 +1,7 @@
 """Interactive queries (txstate_spark.query) against real streaming queries on real Spark.
 
-* Conversion: Python keys and values to the protocol's JSON of Spark internal values and back, and
-  the errors a wrong key gets (no JVM needed); decoded rows equal what `DataFrame.collect()` returns.
+* Decoded rows equal what `DataFrame.collect()` returns (the conversion itself, keys, bounds and
+  results without Spark are in unit/query/).
 * A running aggregation over a deterministic source (`rate-micro-batch`, N rows per batch, keys
   value % K), queried in a loop while it runs: at every batch boundary every key's count is
   (batch + 1) * N / K, and its sum and max follow from the batch too. An answer is right only if it
@@ -10,15 +10,12 @@
 * A 100,000-key store with a two-column key: a scan paged through completely, ranges in both
   orders, prefixes, compared with the state computed here.
 * The same queries on `local-cluster[2,1,1024]` (stores on executor JVMs, a subprocess running
-  interactive_query_job.py) answer exactly what they answer in local mode.
+  jobs/interactive_query_job.py) answer exactly what they answer in local mode.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import json
-import math
 import os
 import random
 import shutil
@@ -27,21 +24,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-import interactive_query_job as job
-import streaming_harness
+from harness.counting_stream import KEYS, check_counter, start_counting_stream, wait_until
+from harness.schemas import EVERY_TYPE, EVERY_VALUE, EVERY_VALUE_WITH_NULLS, through_json
+from jobs import interactive_query_job as job
 from txstate_spark.query import (
     FailureReason,
     KeyQuery,
-    MergedPosition,
     MultiKeyQuery,
-    Position,
     PositionBound,
     PrefixQuery,
     Query,
@@ -50,300 +45,10 @@ from txstate_spark.query import (
     StateQueryError,
     StateQueryRequest,
 )
-from txstate_spark.query.conversion import StoreCodec, decode_row, encode_prefix, encode_row
-from txstate_spark.query.gateway import ConnectGateway, gateway_for
-from txstate_spark.query.results import parse_response
+from txstate_spark.query.conversion import decode_row
 
 TESTS_DIR = Path(__file__).resolve().parent
 TIMEOUT_S = 120.0
-
-# ------------------------------------------------------------------------------------------------
-# Conversion (pure Python)
-
-EVERY_TYPE = T.StructType([
-    T.StructField("flag", T.BooleanType()),
-    T.StructField("tiny", T.ByteType()),
-    T.StructField("small", T.ShortType()),
-    T.StructField("int", T.IntegerType()),
-    T.StructField("long", T.LongType()),
-    T.StructField("float", T.FloatType()),
-    T.StructField("double", T.DoubleType()),
-    T.StructField("text", T.StringType()),
-    T.StructField("bytes", T.BinaryType()),
-    T.StructField("money", T.DecimalType(10, 2)),
-    T.StructField("day", T.DateType()),
-    T.StructField("ts", T.TimestampType()),
-    T.StructField("ts_ntz", T.TimestampNTZType()),
-    T.StructField("span", T.DayTimeIntervalType()),
-    T.StructField("inner", T.StructType([T.StructField("x", T.IntegerType()), T.StructField("y", T.StringType())])),
-    T.StructField("list", T.ArrayType(T.LongType())),
-    T.StructField("structs", T.ArrayType(T.StructType([T.StructField("z", T.DoubleType())]))),
-    T.StructField("map", T.MapType(T.StringType(), T.DecimalType(5, 1))),
-    T.StructField("nothing", T.StringType()),
-])
-
-EVERY_VALUE = Row(
-    flag=True, tiny=-128, small=32767, int=-(2**31), long=2**63 - 1, float=1.5, double=-2.25e-300,
-    text="héllo \"world\"", bytes=bytearray(b"\x00\xffbin"), money=decimal.Decimal("-12345678.90"),
-    day=dt.date(1969, 12, 31), ts=dt.datetime(2024, 2, 29, 13, 14, 15, 123456),
-    ts_ntz=dt.datetime(1900, 1, 1, 0, 0, 0, 1), span=dt.timedelta(days=-3, microseconds=7),
-    inner=Row(x=7, y="seven"), list=[1, -2, 3], structs=[Row(z=0.5), Row(z=-1.0)],
-    map={"a": decimal.Decimal("1.5"), "b": None}, nothing=None,
-)
-
-EVERY_VALUE_WITH_NULLS = Row(**{name: None for name in EVERY_TYPE.names})
-
-
-def through_json(schema: T.StructType, value: Any) -> Row:
-    encoded = json.loads(json.dumps(encode_row(schema, value, "value"), allow_nan=False))
-    decoded = decode_row(schema, encoded)
-    assert decoded is not None
-    return decoded
-
-
-def test_every_supported_type_round_trips_through_the_protocol_json():
-    assert through_json(EVERY_TYPE, EVERY_VALUE) == EVERY_VALUE
-    assert through_json(EVERY_TYPE, EVERY_VALUE.asDict()) == EVERY_VALUE
-    assert through_json(EVERY_TYPE, tuple(EVERY_VALUE)) == EVERY_VALUE
-    decoded = through_json(EVERY_TYPE, EVERY_VALUE)
-    assert decoded.__fields__ == EVERY_TYPE.names and isinstance(decoded.inner, Row)
-    assert isinstance(decoded.bytes, bytearray)
-
-
-def test_the_json_form_is_spark_internal_values():
-    encoded = encode_row(EVERY_TYPE, EVERY_VALUE, "value")
-    by_name = dict(zip(EVERY_TYPE.names, encoded))
-    assert by_name["day"] == -1
-    assert by_name["ts_ntz"] == -2208988800 * 1_000_000 + 1
-    assert by_name["ts"] == T.TimestampType().toInternal(EVERY_VALUE.ts)
-    assert by_name["bytes"] == "AP9iaW4="
-    assert by_name["money"] == "-12345678.90"
-    assert by_name["span"] == (-3 * 86400) * 1_000_000 + 7
-    assert by_name["inner"] == [7, "seven"]
-    assert by_name["map"] == {"keys": ["a", "b"], "values": ["1.5", None]}
-    assert by_name["nothing"] is None
-
-
-def test_nan_and_infinities_travel_as_strings():
-    schema = T.StructType([T.StructField("f", T.FloatType()), T.StructField("d", T.DoubleType()),
-                           T.StructField("e", T.DoubleType())])
-    encoded = encode_row(schema, (math.nan, math.inf, -math.inf))
-    assert encoded == ["NaN", "Infinity", "-Infinity"]
-    decoded = decode_row(schema, encoded)
-    assert math.isnan(decoded.f) and decoded.d == math.inf and decoded.e == -math.inf
-
-
-def test_map_keys_that_are_arrays_come_back_as_tuples_or_a_clear_error():
-    by_ints = T.StructType([T.StructField("m", T.MapType(T.ArrayType(T.LongType()), T.StringType()))])
-    assert decode_row(by_ints, [{"keys": [[1, 2]], "values": ["x"]}]) == Row(m={(1, 2): "x"})
-    by_dates = T.StructType([T.StructField("m", T.MapType(T.ArrayType(T.DateType()), T.LongType()))])
-    assert decode_row(by_dates, [{"keys": [], "values": []}]) == Row(m={})
-    assert decode_row(by_dates, [None]) == Row(m=None)
-    with pytest.raises(StateQueryError, match="cannot be dict keys"):
-        decode_row(by_dates, [{"keys": [[0]], "values": [1]}])
-
-
-WORD_KEY = T.StructType([T.StructField("word", T.StringType(), False)])
-PAIR_KEY = T.StructType([T.StructField("a", T.IntegerType(), False), T.StructField("b", T.StringType(), True)])
-
-
-def test_a_key_goes_in_as_dict_tuple_row_or_single_value():
-    codec = StoreCodec(WORD_KEY, WORD_KEY)
-    assert codec.encode_key({"word": "spark"}) == codec.encode_key(("spark",)) == ["spark"]
-    assert codec.encode_key(Row(word="spark")) == codec.encode_key("spark") == ["spark"]
-    assert codec.encode_key(["spark"]) == ["spark"]
-    pair = StoreCodec(PAIR_KEY, WORD_KEY)
-    assert pair.encode_key({"b": "x", "a": 1}) == pair.encode_key((1, "x")) == pair.encode_key(Row(a=1, b="x")) == [1, "x"]
-    assert pair.encode_key({"a": 1, "b": None}) == [1, None]
-    assert pair.encode_prefix(4) == pair.encode_prefix((4,)) == pair.encode_prefix({"a": 4}) == [4]
-    assert pair.encode_prefix({"a": 4, "b": "y"}) == [4, "y"]
-
-
-@pytest.mark.parametrize(
-    "schema, key, words",
-    [
-        (PAIR_KEY, {"a": 1}, ["missing column 'b'", "string"]),
-        (PAIR_KEY, (1,), ["missing column 'b'"]),
-        (PAIR_KEY, {"a": 1, "b": "x", "c": 2}, ["extra column 'c'", "a, b"]),
-        (PAIR_KEY, (1, "x", 2), ["1 extra value"]),
-        (PAIR_KEY, {"a": "1", "b": "x"}, ["column 'a'", "expects int", "str '1'"]),
-        (PAIR_KEY, (1.0, "x"), ["column 'a'", "expects int", "float"]),
-        (PAIR_KEY, (True, "x"), ["column 'a'", "expects int", "bool"]),
-        (PAIR_KEY, (2**31, "x"), ["column 'a'", "out of range"]),
-        (PAIR_KEY, (None, "x"), ["column 'a'", "not nullable"]),
-        (PAIR_KEY, 5, ["single value", "a, b"]),
-        (WORD_KEY, {"word": 3}, ["column 'word'", "expects string", "int 3"]),
-        (WORD_KEY, {"Word": "spark"}, ["extra column 'Word'"]),
-        (T.StructType([T.StructField("m", T.DecimalType(5, 2))]), decimal.Decimal("1.234"), ["column 'm'", "decimal(5,2)", "2 digits"]),
-        (T.StructType([T.StructField("m", T.DecimalType(5, 2))]), decimal.Decimal("1234.5"), ["column 'm'", "5 digits"]),
-        (T.StructType([T.StructField("d", T.DateType())]), "2024-01-01", ["column 'd'", "expects date"]),
-        (T.StructType([T.StructField("s", T.StructType([T.StructField("x", T.LongType())]))]), {"s": {"x": "1"}}, ["column 's'.x", "expects bigint"]),
-    ],
-)
-def test_a_key_that_does_not_fit_the_schema_is_a_clear_error(schema, key, words):
-    with pytest.raises(StateQueryError) as error:
-        encode_row(schema, key, "key")
-    for word in words:
-        assert word in str(error.value), str(error.value)
-    assert isinstance(error.value, ValueError)
-
-
-def test_a_prefix_gives_the_leading_columns_in_order():
-    with pytest.raises(StateQueryError, match="missing column 'a'"):
-        encode_prefix(PAIR_KEY, {"b": "x"})
-    with pytest.raises(StateQueryError, match="1 to 2"):
-        encode_prefix(PAIR_KEY, (1, "x", 3))
-
-
-def test_requests_and_queries_are_immutable_builders():
-    base = StateQueryRequest.in_store("relative/ck", operator="stateStoreSave")
-    assert base._target == os.path.abspath("relative/ck")
-    assert StateQueryRequest.in_store("s3a://bucket/ck")._target == "s3a://bucket/ck"
-    keyed = base.with_query(KeyQuery.with_key("spark"))
-    derived = [keyed.with_partitions([1, 0]), keyed.require_active(), keyed.allow_checkpoint_reads(),
-               keyed.enable_execution_info(), keyed.with_position_bound(PositionBound.at_least_batch(2))]
-    assert base.query is None and keyed.query == KeyQuery("spark")
-    assert all(d is not keyed and d != keyed for d in derived)
-    assert derived[0].partitions == (0, 1) and derived[0].with_all_partitions().partitions is None
-    assert not keyed.is_require_active and not keyed.is_checkpoint_reads_allowed and keyed.bound.is_unbounded
-
-    scan = ScanQuery.all()
-    assert scan.with_limit(5).limit == 5 and scan.limit == 1000 and scan.with_continuation("t").continuation == "t"
-    codec = StoreCodec(PAIR_KEY, WORD_KEY)
-    ranged = RangeQuery.with_range((1, "a"), {"a": 2, "b": "z"}).descending().with_limit(10)
-    assert ranged.to_json(codec) == {"type": "range", "lower": [1, "a"], "upper": [2, "z"], "descending": True,
-                                     "limit": 10, "continuation": None}
-    assert RangeQuery.with_lower_bound((1, "a")).to_json(codec)["upper"] is None
-    assert RangeQuery.with_upper_bound((1, "a")).to_json(codec)["lower"] is None
-    assert RangeQuery.with_no_bounds().to_json(codec)["descending"] is False
-    assert PrefixQuery.with_prefix(3).with_continuation("c").to_json(codec) == {
-        "type": "prefix", "prefix": [3], "limit": 1000, "continuation": "c"}
-    assert MultiKeyQuery.with_keys([(1, "a"), {"a": 2, "b": None}]).to_json(codec) == {
-        "type": "multiKey", "keys": [[1, "a"], [2, None]]}
-    assert ScanQuery.all().to_json(codec) == {"type": "scan", "limit": 1000, "continuation": None}
-    for bad in (0, 100_001, "10", True):
-        with pytest.raises(StateQueryError, match="with_limit"):
-            ScanQuery.all().with_limit(bad)
-
-
-def test_position_bounds_in_the_protocol():
-    assert PositionBound.unbounded().to_json() == {"type": "unbounded"}
-    assert PositionBound.at_least_batch(3).to_json() == {"type": "atLeastBatch", "batchId": 3}
-    merged = MergedPosition.from_json({"version": 5, "batchId": 4, "checkpointId": None, "commitTimeMs": 1,
-                                       "sourceOffsets": ["7"],
-                                       "partitions": {"1": {"version": 6, "batchId": 5}, "0": {"version": 5, "batchId": 4}}})
-    assert list(merged.partitions) == [0, 1] and merged.source_offsets == ("7",)
-    assert PositionBound.at_least(merged).to_json() == {"type": "atLeast", "batchId": 4, "partitions": {"0": 4, "1": 5}}
-    assert PositionBound.at_least(MergedPosition.from_json(None)).to_json() == {"type": "unbounded"}
-    # One partition's position bounds every partition at its batch.
-    assert PositionBound.at_least(merged.partitions[1]).to_json() == {"type": "atLeastBatch", "batchId": 5}
-    with pytest.raises(StateQueryError, match="MergedPosition or a Position"):
-        PositionBound.at_least(4)
-    with pytest.raises(StateQueryError):
-        PositionBound.at_least_batch(-1)
-
-
-def test_a_failed_partition_result_raises_with_its_reason():
-    response = {
-        "partitions": [
-            {"partition": 0, "success": True, "result": ["v"], "position": {"version": 3, "batchId": 2},
-             "executionInfo": ["served on the driver"]},
-            {"partition": 1, "success": False, "failureReason": "NOT_UP_TO_BOUND", "failureMessage": "at batch 1",
-             "position": {"version": 2, "batchId": 1}, "executionInfo": []},
-        ],
-        "position": {"version": 2, "batchId": 1, "partitions": {"0": {"version": 3, "batchId": 2}}},
-        "continuation": None,
-    }
-    result = parse_response(response, lambda raw: decode_row(WORD_KEY, raw))
-    assert not result.is_success and list(result.failures()) == [1]
-    assert result.partition_results[0].result == Row(word="v")
-    assert result.partition_results[0].execution_info == ["served on the driver"]
-    failed = result.partition_results[1]
-    assert failed.failure_reason is FailureReason.NOT_UP_TO_BOUND and failed.position.batch_id == 1
-    with pytest.raises(StateQueryError, match="NOT_UP_TO_BOUND.*partition 1.*at batch 1"):
-        failed.result
-    assert result.only_partition_result().partition == 0  # the one partition with a result
-    both = parse_response({**response, "partitions": [response["partitions"][0], {**response["partitions"][0], "partition": 1}]},
-                          lambda raw: raw)
-    with pytest.raises(StateQueryError, match=r"partitions \[0, 1\] each have a result"):
-        both.only_partition_result()
-    none_failed = parse_response({**response, "partitions": [{**response["partitions"][0], "result": None},
-                                                               response["partitions"][1]]}, lambda raw: raw)
-    with pytest.raises(StateQueryError, match="NOT_UP_TO_BOUND: no partition has a result"):
-        none_failed.only_partition_result()
-    absent = parse_response({**response, "partitions": [{**response["partitions"][0], "result": None},
-                                                          {**response["partitions"][0], "partition": 1, "result": None}]},
-                            lambda raw: raw)
-    assert absent.only_partition_result().result is None
-    assert result.position.batch_id == 1 and result.position.batch_of(0) == 2
-
-
-def test_partition_positions_and_the_merged_position_are_different_types():
-    position = {"version": 5, "batchId": 4, "checkpointId": "c5", "commitTimeMs": 9, "sourceOffsets": ["4"]}
-    newer = {**position, "version": 6, "batchId": 5, "checkpointId": "c6"}
-    response = {
-        "partitions": [{"partition": 0, "success": True, "result": None, "position": newer},
-                       {"partition": 1, "success": True, "result": None, "position": position}],
-        "position": {**position, "partitions": {"1": position, "0": newer}},
-        "continuation": None,
-    }
-    result = parse_response(response, lambda raw: raw)
-    merged = result.position
-    assert isinstance(merged, MergedPosition) and not isinstance(merged, Position)
-    assert all(type(r.position) is Position for r in result.partition_results.values())
-    assert merged.oldest == result.partition_results[1].position == Position(5, 4, "c5", 9, ("4",))
-    assert dict(merged.partitions) == {p: r.position for p, r in result.partition_results.items()}
-    assert (merged.version, merged.batch_id, merged.checkpoint_id, merged.commit_time_ms, merged.source_offsets) == (
-        5, 4, "c5", 9, ("4",))
-    assert merged.batch_of(0) == 5 and merged.batch_of(1) == 4 and merged.batch_of(7) == 4
-    # No partition answered: the JVM sends null fields and no partitions.
-    nobody = parse_response({"partitions": [], "position": {
-        "version": None, "batchId": None, "checkpointId": None, "commitTimeMs": None, "sourceOffsets": None,
-        "partitions": {}}}, lambda raw: raw).position
-    assert nobody == MergedPosition() and nobody.oldest is None and nobody.batch_id is None
-    assert nobody.source_offsets == () and dict(nobody.partitions) == {}
-
-
-def test_page_rows_and_result_rows_are_both_read_only_attributes():
-    codec = StoreCodec(PAIR_KEY, WORD_KEY)
-
-    def page(rows, token):
-        return {"rows": [{"key": k, "value": v} for k, v in rows], "continuation": token}
-
-    response = {
-        "partitions": [{"partition": 1, "success": True, "position": {"version": 1, "batchId": 0},
-                        "result": page([([2, "b"], ["y"])], None)},
-                       {"partition": 0, "success": True, "position": {"version": 1, "batchId": 0},
-                        "result": page([([1, "a"], ["x"]), ([1, None], [None])], "t0")}],
-        "position": {"version": 1, "batchId": 0}, "continuation": "t",
-    }
-    result = parse_response(response, lambda raw: ScanQuery.all().decode_result(raw, codec))
-    first = result.partition_results[0].result
-    assert first.rows == [Row(key=Row(a=1, b="a"), value=Row(word="x")),
-                          Row(key=Row(a=1, b=None), value=Row(word=None))]
-    assert first.rows[0].__fields__ == ["key", "value"] and first.rows[0].key.__fields__ == ["a", "b"]
-    assert first.continuation == "t0" and result.partition_results[1].result.continuation is None
-    assert result.rows == first.rows + result.partition_results[1].result.rows  # partition by partition
-    for owner in (first, result):
-        with pytest.raises(AttributeError):
-            owner.rows = []
-
-
-def test_a_spark_connect_session_is_served_through_the_data_source_not_py4j():
-    # The transport is chosen from the session's type alone (the real round trip under Connect is
-    # in test_state_source_connect.py); anything but a StreamingQuery or a path is refused.
-    connect_session = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
-    assert isinstance(gateway_for(connect_session), ConnectGateway)
-    with pytest.raises(StateQueryError, match="StreamingQuery \\(classic or Spark Connect\\), a Follower or a checkpoint"):
-        StateQueryRequest.in_store(object())
-
-
-def test_importing_txstate_spark_does_not_import_pyspark():
-    code = "import sys, txstate_spark, txstate_spark.query; print('pyspark' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(TESTS_DIR.parent / "python")})
-    assert done.stdout.strip() == "False"
-
 
 # ------------------------------------------------------------------------------------------------
 # A local-cluster run, started first so it runs while the local tests do
@@ -357,7 +62,7 @@ def cluster_run(tmp_path_factory, plugin_jar):
     env = {**os.environ, "TXSTATE_SPARK_JAR": str(plugin_jar), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join([str(TESTS_DIR.parent / "python"), os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, str(TESTS_DIR / "interactive_query_job.py"), "--work-dir", str(work_dir),
+    command = [sys.executable, str(TESTS_DIR / "jobs" / "interactive_query_job.py"), "--work-dir", str(work_dir),
                "--result", str(result), "--timeout", "240"]
     log = log_path.open("w")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -378,56 +83,8 @@ def _start_cluster_early(request):
 # ------------------------------------------------------------------------------------------------
 # Helpers for the Spark tests
 
-ROWS_PER_BATCH = 600
-KEYS = 12  # divides ROWS_PER_BATCH: every batch adds 50 rows to every key
-
-
-def expected_counter(key: int, batch_id: int) -> tuple[int, int, int]:
-    """(count, sum, max) of key `key` after batch `batch_id` of the counting stream."""
-    m = (batch_id + 1) * ROWS_PER_BATCH // KEYS
-    return m, KEYS * m * (m - 1) // 2 + key * m, (batch_id + 1) * ROWS_PER_BATCH - KEYS + key
-
-
-def start_counting_stream(spark, checkpoint: Path, name: str, extra_conf: dict | None = None,
-                          trigger_ms: int = 300):
-    """groupBy(value % KEYS).agg(count, sum, max) over rate-micro-batch, in update mode."""
-    from pyspark.sql import functions as F
-
-    source = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", ROWS_PER_BATCH).load()
-    # A named column, not an expression: the state's key schema then says "k".
-    counts = source.withColumn("k", F.col("value") % KEYS).groupBy("k").agg(
-        F.count(F.lit(1)).alias("n"), F.sum("value").alias("total"), F.max("value").alias("top"))
-    conf = {streaming_harness.PROVIDER_CLASS_CONF: streaming_harness.TXSTATE_PROVIDER, **(extra_conf or {})}
-    with streaming_harness.session_conf(spark, conf):
-        return (counts.writeStream.queryName(name).format("noop").outputMode("update")
-                .option("checkpointLocation", str(checkpoint))
-                .trigger(processingTime=f"{trigger_ms} milliseconds").start())
-
-
 def committed_batches(checkpoint: Path) -> list[int]:
     return sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
-
-
-def wait_until(predicate, timeout_s: float, what: str, query=None):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if query is not None and query.exception() is not None:
-            raise AssertionError(f"{what}: the query failed: {query.exception()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout_s:.0f} s")
-        time.sleep(0.2)
-
-
-def check_counter(value: Row, key: int, batch_id: int, context: str) -> None:
-    want = expected_counter(key, batch_id)
-    assert value is not None, f"{context}: key {key} absent at batch {batch_id}"
-    assert tuple(value) == want, (
-        f"{context}: key {key} at batch {batch_id}: state (count, sum, max) is {tuple(value)}, "
-        f"expected {want} (an answer that is not exactly one committed batch)"
-    )
 
 
 def reasons(result) -> dict[int, FailureReason | None]:

@@ -21,7 +21,7 @@ from typing import Callable
 
 import pytest
 
-from streaming_harness import (
+from harness.streaming_harness import (
     CHECKPOINT_FORMAT_CONF,
     HDFS_PROVIDER,
     REPO_ROOT,

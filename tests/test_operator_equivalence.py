@@ -21,7 +21,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
-from streaming_harness import (
+from harness.streaming_harness import (
     CHECKPOINT_FORMAT_CONF,
     HDFS_PROVIDER,
     RunOutput,

@@ -34,12 +34,8 @@ from txstate_spark import (  # noqa: E402
     KNOWN_SETTINGS,
     PROVIDER_CLASS,
     SETTINGS_PREFIX,
-    TxStateConfigurationError,
-    setting_key,
-    spark_settings,
     submit_args,
 )
-from txstate_spark.settings import setting_value  # noqa: E402
 
 VERSION = (REPO / "VERSION").read_text().strip()
 # Every Spark line the build makes a jar for (the sbt build and the Makefile read the same table).
@@ -241,49 +237,6 @@ def test_the_package_uses_no_private_pyspark_helper() -> None:
         if names:
             misuses[str(path.relative_to(REPO))] = names
     assert not misuses, f"private pyspark names outside the py4j gateway (use the public API): {misuses}"
-
-
-# ---------------------------------------------------------------------------------------------
-# option names and values
-
-
-def test_snake_case_and_camel_case_options_map_to_the_same_setting() -> None:
-    assert setting_key("max_write_buffer_number") == SETTINGS_PREFIX + "maxWriteBufferNumber"
-    assert setting_key("maxWriteBufferNumber") == SETTINGS_PREFIX + "maxWriteBufferNumber"
-    assert setting_key("block_cache_size_mb") == SETTINGS_PREFIX + "blockCacheSizeMB"
-    assert setting_key("local_dir") == SETTINGS_PREFIX + "localDir"
-    assert setting_key(SETTINGS_PREFIX + "localDir") == SETTINGS_PREFIX + "localDir"
-    assert SETTINGS_PREFIX == "spark.sql.streaming.stateStore.txstate."
-    for name in KNOWN_SETTINGS:
-        assert setting_key(name) == SETTINGS_PREFIX + name
-
-
-def test_unknown_option_names_fail_fast_and_list_the_settings() -> None:
-    with pytest.raises(TxStateConfigurationError, match="Unknown txstate option 'local_dri'") as raised:
-        setting_key("local_dri")
-    assert all(name in str(raised.value) for name in KNOWN_SETTINGS)
-
-
-@pytest.mark.parametrize("name", ["max-bytes", "_private", "trailing_", "double__underscore", "a.b", "", "9lives"])
-def test_invalid_option_names_are_rejected(name: str) -> None:
-    with pytest.raises(TxStateConfigurationError, match="option name"):
-        setting_key(name)
-
-
-def test_option_values_become_spark_strings() -> None:
-    settings = spark_settings({"block_cache_size_mb": 64, "writeBufferSizeMB": "32",
-                               "local_dir": Path("/tmp/txstate")})
-    assert settings == {
-        PROVIDER_KEY: PROVIDER_CLASS,
-        SETTINGS_PREFIX + "blockCacheSizeMB": "64",
-        SETTINGS_PREFIX + "writeBufferSizeMB": "32",
-        SETTINGS_PREFIX + "localDir": "/tmp/txstate",
-    }
-    assert setting_value("flag", True) == "true" and setting_value("flag", False) == "false"
-    with pytest.raises(TxStateConfigurationError, match="None"):
-        spark_settings({"local_dir": None})
-    with pytest.raises(TxStateConfigurationError, match="both set"):
-        spark_settings({"local_dir": "/a", "localDir": "/b"})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pyspark
 import pytest
 from pyspark.sql import functions as F
 
-import streaming_harness
+from harness import streaming_harness
 
 SPARK_LINE = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
 

@@ -1,6 +1,6 @@
 """txstate with its checkpoint on S3: Hadoop's s3a:// connector (hadoop-aws at the Hadoop version
 pyspark ships) against a real S3-compatible server, s3proxy, in its own JVM on loopback, started once
-for this module (tests/s3_server.py) and stopped at its end. On S3 a rename is a copy and a delete,
+for this module (tests/servers/s3_server.py) and stopped at its end. On S3 a rename is a copy and a delete,
 so every atomic write of the checkpoint takes Spark's non-atomic rename path.
 
 - Operator equivalence: a case per state shape from test_operator_equivalence (an aggregation, a
@@ -24,9 +24,9 @@ from typing import Iterator
 
 import pytest
 
-import streaming_harness
-from s3_server import BUCKET, S3Server, S3Unavailable
-from streaming_harness import assert_same_output, list_checkpoint, run_case
+from harness import streaming_harness
+from harness.streaming_harness import assert_same_output, list_checkpoint, run_case
+from servers.s3_server import BUCKET, S3Server, S3Unavailable
 from test_executor_failure import assert_exact_counts, run_kill_job
 from test_hdfs import HDFS_CASES
 from test_operator_equivalence import OPERATOR_CASES, run_reference

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from test_interactive_queries import KEYS, check_counter, expected_counter, start_counting_stream, wait_until
+from harness.counting_stream import KEYS, check_counter, expected_counter, start_counting_stream, wait_until
 
 TESTS_DIR = Path(__file__).resolve().parent
 TOKEN = "s3rve-t0ken-" + "x7Qp2" * 6  # long and unusual, so finding it in a log is no accident

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import pytest
 from pyspark.sql import functions as F
 
-from streaming_harness import (
+from harness.streaming_harness import (
     RunOutput,
     StoreFiles,
     StreamCase,

@@ -3,11 +3,11 @@
 tests/soak/soak.py (docs/reliability.md, "Soak") runs an aggregation, a dropDuplicates and a
 stream-stream join on `local-cluster[2,1,1024]` and checks every batch's output, the final state
 and every interactive-query answer against its model. The five faults asked for (KINDS, in an
-order the seed picks) are SIGKILLs of an executor mid-put, mid-spill and mid-commit, a SIGKILL of
-the driver in a batch, and a clean restart with the local directories wiped: this test asserts
-that each of them really happened (the kill found its phase, the driver was started again, the
-stores rebuilt after the wipe) and that nothing was lost, duplicated or torn. `make soak` runs the
-long version with every kind.
+order the seed picks) are SIGKILLs of an executor mid-put, mid-early-commit and mid-commit, a
+SIGKILL of the driver in a batch, and a clean restart with the local directories wiped: this test
+asserts that each of them really happened (the kill found its phase, the driver was started again,
+the stores rebuilt after the wipe) and that nothing was lost, duplicated or torn. `make soak` runs
+the long version with every kind.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 TESTS_DIR = Path(__file__).resolve().parent
 SOAK = TESTS_DIR / "soak" / "soak.py"
 SEED = 7
-KINDS = "executor:put,executor:spill,executor:commit,driver,restart-wipe"
+KINDS = "executor:put,executor:early-commit,executor:commit,driver,restart-wipe"
 TIMEOUT_S = 900
 
 

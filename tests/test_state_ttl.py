@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
-from streaming_harness import (
+from harness.streaming_harness import (
     PROVIDER_CLASS_CONF,
     TXSTATE_PROVIDER,
     BatchCollector,
@@ -26,7 +26,7 @@ from streaming_harness import (
     read_sources,
     session_conf,
 )
-from ttl_model import TTL_CONF, ModelBatch, count_model, dedup_model, rotating_keys
+from harness.ttl_model import TTL_CONF, ModelBatch, count_model, dedup_model, rotating_keys
 
 TTL_MS = 3000
 BATCHES = 40

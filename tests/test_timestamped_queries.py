@@ -34,7 +34,8 @@ import pytest
 from pyspark.sql import Row
 
 import txstate_spark
-from streaming_harness import (
+from harness.counting_stream import wait_until
+from harness.streaming_harness import (
     HDFS_PROVIDER,
     PROVIDER_CLASS_CONF,
     TXSTATE_PROVIDER,
@@ -43,7 +44,6 @@ from streaming_harness import (
     read_sources,
     session_conf,
 )
-from test_interactive_queries import wait_until
 from test_serving import servers  # noqa: F401  (a fixture)
 from txstate_spark import migrate
 from txstate_spark.query import (

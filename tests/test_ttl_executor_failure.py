@@ -3,7 +3,7 @@
 TTL expiry is part of a batch's writes: at the start of a batch, the store deletes the keys not
 written for the TTL or longer at the batch's time (`batchTimestampMs` from the offset log), so a
 retried task, which sees the same offset-log entry, must delete the same keys. This test runs
-executor_failure_job.py (see test_executor_failure.py for how it kills) with `dropDuplicates(["k"])`
+jobs/executor_failure_job.py (see test_executor_failure.py for how it kills) with `dropDuplicates(["k"])`
 (and, with TXSTATE_TTL_KILL_ALL=1, `groupBy("k").count()`), with a TTL of a few seconds, on
 `local-cluster[2,1,1024]`, over batches of rotating keys (ttl_model.rotating_keys: keys expire, hot
 keys come back). The kill batch also writes BULK_KEYS new keys, so its stateful task writes
@@ -29,12 +29,12 @@ from typing import Callable, Mapping
 import pyarrow.parquet as pq
 import pytest
 
-from cluster_tasks import check_killed_before_commit, log_excerpt, run_job_script
-from streaming_harness import InputFiles, custom_metric
-from ttl_model import ModelBatch, count_model, dedup_model, rotating_keys
+from harness.cluster_tasks import check_killed_before_commit, log_excerpt, run_job_script
+from harness.streaming_harness import InputFiles, custom_metric
+from harness.ttl_model import ModelBatch, count_model, dedup_model, rotating_keys
 
 TESTS_DIR = Path(__file__).resolve().parent
-JOB = TESTS_DIR / "executor_failure_job.py"
+JOB = TESTS_DIR / "jobs" / "executor_failure_job.py"
 JOB_TIMEOUT_S = 420  # the job itself takes about a minute, up to three on a busy machine
 QUERY_TIMEOUT_S = 300
 

@@ -5,8 +5,8 @@ docs/reliability.md, "Soak".
 The harness (this process) writes the input batch by batch, keeps the model (soak_model.py), runs
 the driver (soak_driver.py) in a process group of its own, and injects the faults:
   * executor:<phase>: SIGKILL of an executor JVM in a phase of the aggregation's stores (put,
-    spill, commit, snapshot, cleanup), aimed by the driver's FaultRunner (soak_faults.py); Spark
-    retries the lost tasks on the executor the worker launches in its place;
+    early-commit, commit, snapshot, cleanup), aimed by the driver's FaultRunner (soak_faults.py);
+    Spark retries the lost tasks on the executor the worker launches in its place;
   * driver: SIGKILL of the driver's whole process group (Python, the driver JVM with the
     standalone master and workers inside it, the executor JVMs) at a random point of a batch, then
     a new driver on the same checkpoints and local directories;
@@ -46,10 +46,10 @@ SOAK_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(SOAK_DIR))
 sys.path.insert(0, str(SOAK_DIR.parent))
 
-from cluster_tasks import process_is_gone, wait_for  # noqa: E402
+from harness.cluster_tasks import process_is_gone, wait_for  # noqa: E402
 from soak_faults import PHASES, TASK_PHASES  # noqa: E402
 from soak_model import QUERIES, SOURCES, Model, Sizes, check_answer, join_expected, output_differences  # noqa: E402
-from streaming_harness import REPO_ROOT, InputFiles  # noqa: E402
+from harness.streaming_harness import REPO_ROOT, InputFiles  # noqa: E402
 
 KINDS = tuple(f"executor:{p}" for p in PHASES) + ("driver", "restart-keep", "restart-wipe")
 DRIVER_START_S = 180.0

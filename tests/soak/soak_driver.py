@@ -3,7 +3,7 @@ its own so the harness (soak.py) can SIGKILL it and start it again on the same c
 
 It runs, until SIGTERM (then it stops the queries cleanly) or SIGKILL:
   * the queries of soak_model.py (agg, dedup, join) on txstate with a small
-    `txstate.maxUncommittedBytes` (so batches spill in early commits) and a stable `txstate.localDir`
+    `txstate.maxUncommittedBytes` (so every batch commits early) and a stable `txstate.localDir`
     per query, each over its input directories (one JSON file per batch, `maxFilesPerTrigger=1`),
     each batch's rows written by `foreachBatch` to `output/<query>/<batch>-<attempt>.json` (every
     delivery its own file, so a re-delivered batch is checked too);
@@ -37,9 +37,9 @@ sys.path.insert(0, str(SOAK_DIR))
 sys.path.insert(0, str(SOAK_DIR.parent))
 sys.path.insert(0, str(SOAK_DIR.parent.parent / "python"))  # txstate_spark, when not run by `make soak`
 
-import streaming_harness  # noqa: E402
-from cluster_tasks import executor_ids, wait_for  # noqa: E402
-from executor_failure_job import LOCAL_DIR_CONF, build_session  # noqa: E402
+from harness import streaming_harness  # noqa: E402
+from harness.cluster_tasks import executor_ids, wait_for  # noqa: E402
+from jobs.executor_failure_job import LOCAL_DIR_CONF, build_session  # noqa: E402
 from soak_faults import FaultRunner  # noqa: E402
 from soak_model import QUERIES, SCHEMAS  # noqa: E402
 

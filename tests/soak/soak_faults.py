@@ -10,9 +10,9 @@ the batch committed (task phases) or the timeout (maintenance phases). Phases:
 
   * put: a stateful task of the batch is running and its store has written no early-commit
     segment and no changelog of the version yet (its writes are all in memory);
-  * spill: a segment of the version is being written (`.<v>_<id>-<k>.txseg.<random>.tmp`), or
-    the store has written segments of the version and no changelog (it has spilled and is
-    writing on: a segment's write is a few milliseconds, easily missed on a busy machine);
+  * early-commit: a segment of the version is being written (`.<v>_<id>-<k>.txseg.<random>.tmp`),
+    or the store has written segments of the version and no changelog (it has committed early and
+    is writing on: a segment's write is a few milliseconds, easily missed on a busy machine);
   * commit: the version's changelog is being written (its `.tmp`), or it is written while the
     task is still running (the store committed, the task has not reported it);
   * snapshot: maintenance is uploading a snapshot (a `.tmp` under `sst/`, or of a `.snapshot`
@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import streaming_harness
-from cluster_tasks import executor_processes, process_is_gone, running_stateful_tasks, wait_for
+from harness import streaming_harness
+from harness.cluster_tasks import executor_processes, process_is_gone, running_stateful_tasks, wait_for
 
-TASK_PHASES = ("put", "spill", "commit")
+TASK_PHASES = ("put", "early-commit", "commit")
 MAINTENANCE_PHASES = ("snapshot", "cleanup")
 PHASES = TASK_PHASES + MAINTENANCE_PHASES
 POLL_S = 0.002
@@ -116,7 +116,7 @@ class FaultRunner:
             segments, changelogs, writing = self.version_files(partition, version)
             if phase == "put" and not segments and not changelogs and not writing:
                 return "task running, no segment or changelog of the version yet"
-            if phase == "spill" and not changelogs:
+            if phase == "early-commit" and not changelogs:
                 if any(w.endswith(".txseg") for w in writing):
                     return f"segment being written ({len(segments)} written before it)"
                 if segments and not writing:

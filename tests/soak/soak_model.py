@@ -33,8 +33,8 @@ Row = tuple
 
 @dataclass(frozen=True)
 class Sizes:
-    """Rows per batch: `agg_rows` for the aggregation over `agg_keys` keys (spills come from these),
-    half as many for dedup, a tenth for each side of the join."""
+    """Rows per batch: `agg_rows` for the aggregation over `agg_keys` keys (the early commits come
+    from these), half as many for dedup, a tenth for each side of the join."""
 
     agg_rows: int
     agg_keys: int

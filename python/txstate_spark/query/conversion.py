@@ -72,11 +72,6 @@ def encode_prefix(schema: "StructType", value: Any, what: str = "prefix") -> Lis
     return [_encode_field(field, v, what) for field, v in zip(schema.fields, values)]
 
 
-def encode_value(data_type: "DataType", value: Any, path: str = "value") -> JsonValue:
-    """Encode one value of ``data_type`` (``path`` names it in error messages)."""
-    return _encode(data_type, value, path, nullable=True)
-
-
 def _row_values(schema: "StructType", value: Any, what: str, partial: bool) -> List[Any]:
     names = [f.name for f in schema.fields]
     shape = schema.simpleString()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Union
 
 from txstate_spark.errors import StateQueryError
 from txstate_spark.query.gateway import gateway_for
-from txstate_spark.query.store import StoreDescription
+from txstate_spark.query.store import StoreDescription, checkpoint_location, operator_ref
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -132,16 +132,13 @@ def follow(
         StateQueryError: the checkpoint, operator or store is unknown, a partition does not exist,
             or a newer txstate-spark wrote the checkpoint (the message names the release needed).
     """
-    from txstate_spark.query.request import _checkpoint_location
-
-    if isinstance(operator, bool) or not isinstance(operator, (int, str)) or operator == "":
-        raise StateQueryError(f"operator must be an operator id or name, got {operator!r}")
+    operator_id = operator_ref(operator)
     chosen = None if partitions is None else sorted(set(partitions))
     if chosen is not None and any(isinstance(p, bool) or not isinstance(p, int) for p in chosen):
         raise StateQueryError(f"partitions must be partition indexes (ints), got {chosen}")
     request = {
-        "checkpoint": _checkpoint_location(checkpoint),
-        "operator": str(operator),
+        "checkpoint": checkpoint_location(checkpoint),
+        "operator": operator_id,
         "store": store,
         "partitions": chosen,
         "pollIntervalMs": int(poll_interval_ms),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, Optional, Tuple, Union
@@ -16,13 +15,11 @@ from txstate_spark.query.follower import Follower
 from txstate_spark.query.gateway import QueryGateway, gateway_for
 from txstate_spark.query.queries import PagedQuery, Query
 from txstate_spark.query.results import StateQueryResult, parse_response
-from txstate_spark.query.store import StoreDescription
+from txstate_spark.query.store import StoreDescription, checkpoint_location, operator_ref
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
-
-_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 class _Resolved:
@@ -70,20 +67,19 @@ class StateQueryRequest:
                 metadata (``stateStoreSave``, ``dedupe``, ``symmetricHashJoin``, ...).
             store: the store name within the operator (``default``; joins have several).
         """
-        if isinstance(operator, bool) or not isinstance(operator, (int, str)) or operator == "":
-            raise StateQueryError(f"operator must be an operator id or name, got {operator!r}")
+        operator = operator_ref(operator)
         if not isinstance(store, str) or not store:
             raise StateQueryError(f"store must be a store name such as 'default', got {store!r}")
         if isinstance(target, (str, os.PathLike)):
-            target = _checkpoint_location(target)
+            target = checkpoint_location(target)
         elif isinstance(target, Follower):
-            operator, store = target.description.operator_id, target.description.store_name
+            operator, store = str(target.description.operator_id), target.description.store_name
         elif not (_is_classic_streaming_query(target) or _is_connect_streaming_query(target)):
             raise StateQueryError(
                 f"in_store expects a pyspark StreamingQuery (classic or Spark Connect), a Follower or a "
                 f"checkpoint path, got {type(target).__module__}.{type(target).__qualname__}"
             )
-        return StateQueryRequest(_target=target, operator=str(operator), store=store)
+        return StateQueryRequest(_target=target, operator=operator, store=store)
 
     # -- the builder -----------------------------------------------------------------------------
 
@@ -221,13 +217,3 @@ def _is_connect_streaming_query(target: Any) -> bool:
     from pyspark.sql.connect.streaming.query import StreamingQuery
 
     return isinstance(target, StreamingQuery)
-
-
-def _checkpoint_location(path: Union[str, "os.PathLike[str]"]) -> str:
-    """A checkpoint location as the JVM should read it: URIs as given, local paths made absolute."""
-    text = os.fspath(path)
-    if not isinstance(text, str) or not text:
-        raise StateQueryError(f"a checkpoint location must be a non-empty path, got {path!r}")
-    if _URI_SCHEME.match(text) and not re.match(r"^[A-Za-z]:[\\/]", text):
-        return text
-    return os.path.abspath(os.path.expanduser(text))

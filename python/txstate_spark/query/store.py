@@ -1,15 +1,49 @@
-"""What the JVM says about one store: where it lives, how many partitions, its key and value schemas."""
+"""One store of a streaming query: how a caller names it (checkpoint location and operator, as
+``StateQueryRequest.in_store`` and ``follow`` take them), and what the JVM says about it (where it
+lives, how many partitions, its key and value schemas)."""
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple, Union
 
+from txstate_spark.errors import StateQueryError
 from txstate_spark.query.conversion import StoreCodec, schema_from_json
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def checkpoint_location(path: Union[str, "os.PathLike[str]"]) -> str:
+    """A checkpoint location as the JVM should read it: URIs as given, local paths made absolute.
+
+    Raises:
+        StateQueryError: ``path`` is empty or not a path.
+    """
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text:
+        raise StateQueryError(f"a checkpoint location must be a non-empty path, got {path!r}")
+    if _URI_SCHEME.match(text) and not _WINDOWS_DRIVE.match(text):
+        return text
+    return os.path.abspath(os.path.expanduser(text))
+
+
+def operator_ref(operator: Union[int, str]) -> str:
+    """A stateful operator as the protocol names it: its id (0 is the first) or its name in Spark's
+    operator metadata (``stateStoreSave``, ``dedupe``, ...), as a string.
+
+    Raises:
+        StateQueryError: ``operator`` is neither an int nor a non-empty string.
+    """
+    if isinstance(operator, bool) or not isinstance(operator, (int, str)) or operator == "":
+        raise StateQueryError(f"operator must be an operator id or name, got {operator!r}")
+    return str(operator)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ import java.io.{BufferedReader, File, InputStreamReader}
 import java.nio.charset.StandardCharsets.UTF_8
 
 /**
- * `MiniDfs` as its own JVM, for pytest (tests/dfs_cluster.py) and `make bench-dfs`:
+ * `MiniDfs` as its own JVM, for pytest (tests/servers/dfs_cluster.py) and `make bench-dfs`:
  *
  *   java -cp <target/dfs-classpath.txt> txstate.dfs.MiniDfsLauncher <baseDir>
  *

@@ -37,10 +37,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the harness and servers packages
 
-import streaming_harness  # noqa: E402
-from cluster_tasks import (  # noqa: E402
+from harness import streaming_harness  # noqa: E402
+from harness.cluster_tasks import (  # noqa: E402
     executor_ids, executor_processes, running_stateful_tasks, stateful_task_to_kill, wait_for)
 
 TXSTATE = "spark.sql.streaming.stateStore.txstate."

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Mapping
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 # What SparkConnectServer logs (INFO, logger SparkConnectServer) right after the gRPC server bound.

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, NamedTuple, Sequence, TypeVar
 
 T = TypeVar("T")
 
-TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------------------------
@@ -54,7 +54,7 @@ def run_job_script(script: Path, args: Sequence[str], work_dir: Path, jar: Path,
     command = [sys.executable, str(script), *args, "--result", str(result)]
     with log_path.open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True, cwd=str(TESTS_DIR.parent))
+                                   start_new_session=True, cwd=str(REPO_ROOT))
         try:
             code = process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CLASSPATH_FILE = REPO_ROOT / "target" / "dfs-classpath.txt"
 LAUNCHER = "txstate.dfs.MiniDfsLauncher"
 START_TIMEOUT_S = 120.0

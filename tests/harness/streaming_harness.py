@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # The provider under test. Everything that runs "the candidate" reads candidate_provider().
 TXSTATE_PROVIDER = "txstate.spark.TxStateStoreProvider"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-import interactive_query_job as job
-import streaming_harness
-from test_interactive_queries import KEYS, check_counter, start_counting_stream, wait_until
+from harness import streaming_harness
+from harness.counting_stream import KEYS, check_counter, start_counting_stream, wait_until
+from jobs import interactive_query_job as job
 from txstate_spark.query import (
     FailureReason,
     KeyQuery,

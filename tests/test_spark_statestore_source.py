@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming_harness import (
+from harness.streaming_harness import (
     HDFS_PROVIDER,
     describe_listing,
     run_case,

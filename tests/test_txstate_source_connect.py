@@ -1,7 +1,7 @@
 """State reads from a Spark Connect client, against a real local Spark Connect server.
 
 The server is pyspark's own (`SparkConnectServer`, shipped in pyspark 4.3's jars) started with our
-jar (connect_server.py); the client is connect_query_job.py in a fresh interpreter. It runs a
+jar (servers/connect_server.py); the client is jobs/connect_query_job.py in a fresh interpreter. It runs a
 stateful query on the server and reads its state through `spark.read.format("txstate")`, SQL, and
 `StateQueryRequest.execute(spark)` on the Connect session. Every answer is checked against the
 counting model: a key's (count, sum, max) is exactly the state after the batch it was read at.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from connect_server import ConnectServer, run_client
-from test_interactive_queries import KEYS, expected_counter
+from harness.counting_stream import KEYS, expected_counter
+from servers.connect_server import ConnectServer, run_client
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -27,7 +27,7 @@ def connect_report(plugin_jar, tmp_path_factory):
     checkpoint = work_dir / "checkpoint"
     script = ("import runpy, sys\n"
               f"sys.argv = ['connect_query_job.py', {str(checkpoint)!r}]\n"
-              f"runpy.run_path({str(TESTS_DIR / 'connect_query_job.py')!r}, run_name='__main__')\n")
+              f"runpy.run_path({str(TESTS_DIR / 'jobs' / 'connect_query_job.py')!r}, run_name='__main__')\n")
     with ConnectServer(plugin_jar, work_dir / "server", conf={"spark.sql.shuffle.partitions": "2"}) as server:
         done = run_client(server.url, script, timeout_s=420)
         log = server.log_text()

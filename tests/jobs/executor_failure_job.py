@@ -51,12 +51,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the harness and servers packages
 
-import streaming_harness  # noqa: E402
-from dfs_cluster import WebHdfsPath  # noqa: E402
-from s3_server import S3Path, s3a_spark_settings  # noqa: E402
-from cluster_tasks import (  # noqa: E402
+from harness import streaming_harness  # noqa: E402
+from harness.cluster_tasks import (  # noqa: E402
     alongside,
     executor_ids,
     executor_processes,
@@ -65,6 +63,8 @@ from cluster_tasks import (  # noqa: E402
     stateful_task_to_kill,
     wait_for,
 )
+from servers.dfs_cluster import WebHdfsPath  # noqa: E402
+from servers.s3_server import S3Path, s3a_spark_settings  # noqa: E402
 
 TXSTATE = "spark.sql.streaming.stateStore.txstate."
 LOCAL_DIR_CONF = TXSTATE + "localDir"
@@ -149,7 +149,7 @@ def main() -> int:
     parser.add_argument("--s3", default=None,
                         help="http://host:port of an S3 server for the checkpoint (with --s3-bucket-dir)")
     parser.add_argument("--s3-bucket-dir", default=None, type=Path,
-                        help="the folder of that server's blob store that holds the bucket (tests/s3_server.py)")
+                        help="the folder of that server's blob store that holds the bucket (tests/servers/s3_server.py)")
     args = parser.parse_args()
     if bool(args.hdfs) != bool(args.webhdfs):
         parser.error("--hdfs and --webhdfs go together (the checkpoint is written to one, listed through the other)")

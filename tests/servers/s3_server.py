@@ -31,9 +31,9 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import IO, Iterator
 
-from dfs_cluster import java_binary
+from servers.dfs_cluster import java_binary
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 S3A_CLASSPATH_FILE = REPO_ROOT / "target" / "s3a-classpath.txt"
 SERVER_CLASSPATH_FILE = REPO_ROOT / "target" / "s3proxy-classpath.txt"
 BUCKET = "txstate"

@@ -1,8 +1,8 @@
 """A Spark Connect client that runs a stateful query on a Connect server and reads its state.
 
-test_state_source_connect.py runs it in its own interpreter (a Connect client never shares a
+test_txstate_source_connect.py runs it in its own interpreter (a Connect client never shares a
 process with a classic session) against a real local Connect server started with our jar. It:
-  1. starts the counting aggregation of test_interactive_queries (rate-micro-batch, key
+  1. starts the counting stream of harness/counting_stream.py (rate-micro-batch, key
      value % 12) on the server, with the txstate provider, and waits for two commits;
   2. reads the state through `spark.read.format("txstate")` (key equality, IN, full scan) and SQL;
   3. runs StateQueryRequest.execute(spark) on the Connect session (key, multi-key, scan pages),

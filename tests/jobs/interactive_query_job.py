@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the harness and servers packages
 
-import streaming_harness  # noqa: E402
+from harness import streaming_harness  # noqa: E402
 
 A_VALUES = 40
 B_VALUES = 250  # 10,000 keys
