@@ -27,10 +27,12 @@ endif
 endif
 LINE := $(or $(SPARK),$(NEWEST))
 # A line's jar, sbt project and venv (.venv is the newest line's: the build compiles 4.3 against it).
-jar_of = target/txstate-spark-$(1)_2.13-$(VERSION).jar
+jar_of = target/txstate-spark-$(1)_$(call scala_of,$(1))-$(VERSION).jar
 sbt_project = spark$(subst .,,$(1))
 venv_of = $(if $(filter $(1),$(NEWEST)),$(VENV),$(VENV)-$(1))
 pyspark_of = $(shell awk '$$1 == "$(1)" {print $$4}' project/spark-lines.tsv)
+# The Scala binary version a line's jar is built for (2.13 of 2.13.18), from the table.
+scala_of = $(shell awk '$$1 == "$(1)" {split($$3, v, "."); print v[1] "." v[2]}' project/spark-lines.tsv)
 JARS := $(foreach line,$(LINES),$(call jar_of,$(line)))
 JAR := $(call jar_of,$(LINE))
 JARS_BUILT := target/.jars-built
@@ -44,7 +46,7 @@ VPY := $(call venv_of,$(LINE))/bin/python
 WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
 PY_SOURCES := $(shell find python -name '*.py' -not -path '*/build/*' 2>/dev/null)
 SCALA_SOURCES := $(shell find jvm -name '*.scala' 2>/dev/null) build.sbt VERSION project/build.properties \
-	project/SparkLines.scala project/spark-lines.tsv
+	project/SparkLines.scala project/LineProjects.scala project/spark-lines.tsv
 
 export SPARK
 export TXSTATE_SPARK_JAR := $(CURDIR)/$(JAR)
@@ -122,9 +124,9 @@ test-unit: $(VENV)/.installed
 # provider test and the pytest cases (both also run in `make test`). tests/test_hdfs.py starts the
 # cluster's JVM from the 4.3 line's test classpath, which sbt writes to $(DFS_CLASSPATH).
 $(DFS_CLASSPATH): $(VENV)/.installed $(SCALA_SOURCES)
-	$(SBT) spark43/Test/compile
+	$(SBT) $(call sbt_project,$(NEWEST))/Test/compile
 test-dfs: $(JARS_BUILT) $(VENV)/.installed
-	$(SBT) "spark43/testOnly txstate.spark.HdfsCheckpointTest"
+	$(SBT) "$(call sbt_project,$(NEWEST))/testOnly txstate.spark.HdfsCheckpointTest"
 	$(VPY) -m pytest tests/test_hdfs.py
 
 # Requests and bytes per micro-batch per store on HDFS, txstate against Spark's RocksDB provider
@@ -158,12 +160,11 @@ LINE_TESTS := tests/test_packaging.py tests/unit tests/test_operator_equivalence
   tests/test_state_ttl.py::test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says \
   tests/test_hot_cache.py::test_every_batch_matches_the_model_whatever_the_cache
 test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
-	set -e; for line in $(OLDER_LINES); do \
-	  py=$(CURDIR)/$(VENV)-$$line/bin/python; \
-	  echo "== pytest on Spark $$line ($$($$py -c 'import pyspark; print(pyspark.__version__)'))"; \
-	  TXSTATE_SPARK_JAR=$(CURDIR)/target/txstate-spark-$${line}_2.13-$(VERSION).jar \
-	    PYSPARK_PYTHON=$$py PYSPARK_DRIVER_PYTHON=$$py $$py -m pytest $(LINE_TESTS); \
-	done
+	set -e; $(foreach line,$(OLDER_LINES), \
+	  py=$(CURDIR)/$(VENV)-$(line)/bin/python; \
+	  echo "== pytest on Spark $(line) ($$($$py -c 'import pyspark; print(pyspark.__version__)'))"; \
+	  TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(line)) \
+	    PYSPARK_PYTHON=$$py PYSPARK_DRIVER_PYTHON=$$py $$py -m pytest $(LINE_TESTS);)
 
 # StateStoreSuiteBase from Spark's spark-sql tests jar, subclassed in jvm/src/conformance, on every
 # line (or SPARK's); exclusions and their reasons in ConformanceExclusions.scala and each line's
