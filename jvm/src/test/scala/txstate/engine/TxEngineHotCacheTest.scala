@@ -96,7 +96,7 @@ final class TxEngineHotCacheTest extends AnyFunSuite with TempDirectories {
     }
   }
 
-  test("a batch that spilled caches nothing it reads; after its commit, reads are cached again") {
+  test("a batch with early commits caches nothing it reads; after its commit, reads are cached again") {
     withCachedEngine { engine =>
       commitWith(engine)(_.put(b("k"), b("v1")))
       val tx = engine.begin()
@@ -104,7 +104,7 @@ final class TxEngineHotCacheTest extends AnyFunSuite with TempDirectories {
       engine.earlyCommit(tx)
       assert(tx.get(b("k")).map(str).contains("v1"))
       assert(tx.getAll(Seq(b("k"), b("x"))).map(_.map(str)) == Seq(Some("v1"), Some("1")))
-      assert(engine.cacheStats.bytes == 0, "reads of a spilled batch were cached")
+      assert(engine.cacheStats.bytes == 0, "reads of a batch with early commits were cached")
       engine.commit(tx, pointOf(tx))
       assert(cache(engine, "k").contains("v1"))
       assert(engine.cacheStats.bytes > 0)

@@ -1,0 +1,185 @@
+package txstate.engine
+
+import java.io.File
+
+import scala.util.Using
+
+import org.rocksdb.{ColumnFamilyHandle, Snapshot, WriteBatch, WriteOptions}
+
+/**
+ * The RocksDB snapshots an engine keeps to undo its own writes, and the undoing
+ * (docs/ARCHITECTURE.md, "Undoing the last commit" and "Early commits"):
+ * - after an ordinary commit, the snapshot taken just before it, with what the commit touched
+ *   (an [[UndoSnapshots.Undo]]): [[rollBackLastCommit]] restores the version before it;
+ * - while the open version has early commits, the snapshot of the committed version taken before
+ *   the first one: [[undoEarlyCommits]] restores it, and the version's final commit gives it up.
+ *
+ * Invariant: at most one snapshot is kept (the first early commit gives up the last commit's undo,
+ * and a version with early commits keeps none), and each is released exactly once, on the database
+ * it was taken from. The engine calls [[releaseAll]] before it closes or replaces that database.
+ *
+ * Owner's thread only. Restores throw RocksDB's exceptions as they are (the engine turns them into
+ * its refused-write error), and a restore that fails keeps its snapshot.
+ */
+private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeOptions: WriteOptions) {
+  import UndoSnapshots._
+
+  private var kept: Kept = Kept.Empty
+  private var keysReadBack = 0
+
+  /** What [[rollBackLastCommit]] would restore, if the last commit can be undone. */
+  def committedBefore: Option[CommitPoint] = kept match {
+    case Kept.LastCommit(_, undo) => Some(undo.previous)
+    case _ => None
+  }
+
+  /** True while the open version has early commits (the database holds them under the in-flight marker). */
+  def holdsEarlyCommits: Boolean = kept.isInstanceOf[Kept.BeforeEarlyCommits]
+
+  /** Point keys the last rollback read from its snapshot: those whose stored rows its batch had not read. */
+  def keysReadBackByLastRollback: Int = keysReadBack
+
+  /**
+   * Runs `write`, the ordinary commit of `tx` on top of `previous`, keeping what undoing it needs: a
+   * snapshot taken just before it, the keys it touches and the stored rows it read of them. The undo
+   * of the commit before goes first. With `keep` false (the commit drops the whole TTL index: not
+   * worth undoing, a re-run rebuilds) the snapshot is released once the write is done.
+   */
+  def keepingUndo(database: LocalDatabase, tx: Transaction, previous: CommitPoint, keep: Boolean)(write: => Unit)
+      : Unit = {
+    releaseAll()
+    val snapshot = database.db.getSnapshot
+    val touched = tx.touchedKeys
+    try write
+    catch {
+      case e: Throwable =>
+        database.db.releaseSnapshot(snapshot)
+        throw e
+    }
+    if (keep) kept = Kept.LastCommit(database, Undo(snapshot, touched, tx.priorRows, previous, tx.indexCut))
+    else database.db.releaseSnapshot(snapshot)
+  }
+
+  /** Before an early commit: the first one of a version gives up the last commit's undo and keeps the committed view. */
+  def beforeEarlyCommit(database: LocalDatabase): Unit = kept match {
+    case _: Kept.BeforeEarlyCommits => ()
+    case _ =>
+      releaseAll()
+      kept = Kept.BeforeEarlyCommits(database, database.db.getSnapshot)
+  }
+
+  /**
+   * Runs `write`, the final commit of a version with early commits, then gives up the snapshot from
+   * before them. Undoing such a version would need every early-committed key, so it keeps no undo:
+   * a re-run rebuilds instead. If `write` fails, the early commits can still be undone.
+   */
+  def finishingEarlyCommits(write: => Unit): Unit = {
+    write
+    releaseAll()
+  }
+
+  /**
+   * Undoes every early commit of the open version: each key or range they touched gets back what
+   * the snapshot from before the first one holds, in chunks of `chunkBytes`; `last` adds the final
+   * marker writes. `earlyCommitted` lists their changes (read back from their segments, so the keys
+   * never had to stay in memory).
+   */
+  def undoEarlyCommits(earlyCommitted: Iterator[ChangeRecord], chunkBytes: Long)(last: WriteBatch => Unit): Unit =
+    kept match {
+      case Kept.BeforeEarlyCommits(database, before) =>
+        val keys = earlyCommitted.map {
+          case ChangeRecord.Put(k, _) => Left(k)
+          case ChangeRecord.Delete(k) => Left(k)
+          case ChangeRecord.DeleteRange(from, until) => Right(KeyRange(from, Some(until)))
+        }
+        // Rare (an aborted batch with early commits): the cache forgets the whole store rather than each key.
+        cache.forgetAll()
+        restore(database, before, Nil, keys, chunkBytes, None)(last)
+        releaseAll()
+      case _ => throw EngineErrors.noEarlyCommitToUndo(dir)
+    }
+
+  /**
+   * Restores the version before the last commit in one atomic write, whose last writes `last` adds
+   * for that version, and returns it. Keys whose stored rows the transaction read before writing
+   * them get those rows back with no read; the others (answered by the hot-state cache, expired, or
+   * under a range delete) are read from the pre-commit snapshot, in multiGets.
+   */
+  def rollBackLastCommit(last: CommitPoint => WriteBatch => Unit): CommitPoint = kept match {
+    case Kept.LastCommit(database, undo) =>
+      val (known, unknown) = undo.touched.points.partitionMap(k => undo.priors.get(k).map(k -> _).toLeft(k))
+      keysReadBack = unknown.size
+      val keys = unknown.iterator.map(Left(_)) ++ undo.touched.ranges.iterator.map(Right(_))
+      cache.forgetTouched(undo.touched)
+      restore(database, undo.snapshot, known, keys, Long.MaxValue, undo.indexCut.map(TimeIndex.before))(last(undo.previous))
+      releaseAll()
+      undo.previous
+    case _ => throw EngineErrors.nothingToRollBack(dir)
+  }
+
+  /** Gives up the last commit's undo, keeping an early-commit snapshot (a replay moves the version on). */
+  def releaseLastCommit(): Unit = kept match {
+    case _: Kept.LastCommit => releaseAll()
+    case _ => ()
+  }
+
+  /** Releases whatever snapshot is kept (the database is being closed or replaced). */
+  def releaseAll(): Unit = {
+    val was = kept
+    kept = Kept.Empty // first: even if releasing fails, no snapshot is released twice
+    was match {
+      case Kept.LastCommit(database, undo) => database.db.releaseSnapshot(undo.snapshot)
+      case Kept.BeforeEarlyCommits(database, before) => database.db.releaseSnapshot(before)
+      case Kept.Empty => ()
+    }
+  }
+
+  /**
+   * Writes back the rows in `known` (keys whose stored rows were kept when they were read) and, for
+   * every key or range in `keys`, what `snapshot` holds there (deleting keys it does not hold), in
+   * chunks of `chunkBytes`; `last` adds the final marker writes.
+   */
+  private def restore(database: LocalDatabase, snapshot: Snapshot, known: Seq[(Array[Byte], StoredRow)],
+      keys: Iterator[Either[Array[Byte], KeyRange]], chunkBytes: Long, indexRange: Option[KeyRange])
+      (last: WriteBatch => Unit): Unit =
+    Using.resource(new ChunkedWriter(database, writeOptions, chunkBytes, RowFormat.Raw)) { writer =>
+      // Each family's bytes as they were: a key goes back to the family (stamped or plain) it was in.
+      val families = (database.stamped -> StoredRow.StampedFamily) +:
+        (if (database.mayHoldPlainRows) Seq(database.data -> StoredRow.PlainFamily) else Nil)
+      def putBack(family: ColumnFamilyHandle, range: KeyRange): Unit =
+        Using.resource(database.familyRange(family, Some(snapshot), range, stampedValues = false)) {
+          _.foreach(kv => writer.raw(family, kv.key, Some(kv.value)))
+        }
+      known.foreach { case (key, row) => families.foreach { case (f, name) => writer.raw(f, key, row.bytesIn(name)) } }
+      // In groups, so undoing early commits of any size streams their keys (read back from segments).
+      keys.grouped(restoreGroup).foreach { group =>
+        val (points, ranges) = group.partitionMap(identity)
+        families.foreach { case (f, _) =>
+          points.zip(database.rawGetAll(f, snapshot, points)).foreach { case (key, value) => writer.raw(f, key, value) }
+        }
+        ranges.foreach(range => families.foreach { case (f, _) => putBack(f, range) })
+      }
+      indexRange.foreach(putBack(database.byTime, _))
+      writer.finish(last)
+    }
+}
+
+private[engine] object UndoSnapshots {
+  // Keys read from a snapshot per multiGet when undoing: big enough to amortise the native call.
+  private val restoreGroup = 4096
+
+  /**
+   * What undoing the last commit needs: the previous version's view, the keys the commit changed,
+   * the stored rows it read of them, and its TTL index cutoff (the entries it cut come back).
+   */
+  private final case class Undo(snapshot: Snapshot, touched: TouchedKeys, priors: PriorRows, previous: CommitPoint,
+      indexCut: Option[Long])
+
+  /** The one snapshot kept, with the database it was taken from (and must be released on). */
+  private sealed trait Kept
+  private object Kept {
+    case object Empty extends Kept
+    final case class LastCommit(database: LocalDatabase, undo: Undo) extends Kept
+    final case class BeforeEarlyCommits(database: LocalDatabase, snapshot: Snapshot) extends Kept
+  }
+}

@@ -1,0 +1,31 @@
+package txstate.engine
+
+import scala.collection.mutable
+
+import org.scalatest.funsuite.AnyFunSuite
+
+final class NativeOptionsTest extends AnyFunSuite {
+
+  test("closing the option objects releases every native handle, and closing again does nothing") {
+    val natives = NativeOptions(EngineOptions())
+    val handles = Seq(natives.dbOptions, natives.commitOptions, natives.dataOptions, natives.writeOptions)
+    assert(handles.forall(_.isOwningHandle))
+    natives.close()
+    assert(handles.forall(!_.isOwningHandle), "an option object kept its native handle after close")
+    natives.close()
+  }
+
+  test("a close that throws does not stop the others: each is closed once, in order, and the first failure is rethrown") {
+    val closed = mutable.ArrayBuffer.empty[String]
+    def part(name: String, fails: Boolean = false): AutoCloseable = () => {
+      closed += name
+      if (fails) throw new IllegalStateException(s"$name failed")
+    }
+    val e = intercept[IllegalStateException] {
+      NativeOptions.closeAll(List(part("write"), part("data", fails = true), part("db", fails = true), part("cache")))
+    }
+    assert(closed == Seq("write", "data", "db", "cache"))
+    assert(e.getMessage == "data failed")
+    assert(e.getSuppressed.map(_.getMessage).toSeq == Seq("db failed"))
+  }
+}
