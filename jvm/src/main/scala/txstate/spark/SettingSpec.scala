@@ -103,5 +103,5 @@ object SettingSpec {
   private val number = "(-?[0-9]+) *([a-z]*)".r
 
   private def texts(node: JsonNode): Map[String, String] =
-    node.fields.asScala.map(e => e.getKey -> e.getValue.asText).toMap
+    node.properties().asScala.map(e => e.getKey -> e.getValue.asText).toMap
 }
