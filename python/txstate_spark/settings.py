@@ -11,7 +11,7 @@ import difflib
 import os
 import re
 from datetime import timedelta
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from txstate_spark.constants import PROVIDER_CLASS, PROVIDER_CLASS_KEY, SETTINGS_PREFIX
 from txstate_spark.errors import TxStateSettingError
@@ -94,7 +94,7 @@ def setting_value(name: str, value: object) -> str:
     return _checked(setting, value, name, key, f"{name}={setting.example}")
 
 
-def operator_ttl_settings(ttl_by_operator: Mapping[object, object], option: str = "ttl_by_operator") -> Dict[str, str]:
+def operator_ttl_settings(ttl_by_operator: Mapping[Any, object], option: str = "ttl_by_operator") -> Dict[str, str]:
     """Return ``ttl.operator.<id>`` settings for a mapping of operator id to TTL (``{0: "30min", 2: "off"}``).
 
     An operator's id is its folder under the checkpoint's ``state/`` (0, 1, ...). ``option`` names
@@ -120,7 +120,7 @@ def operator_ttl_settings(ttl_by_operator: Mapping[object, object], option: str 
 
 
 def spark_settings(options: Mapping[str, object],
-                   ttl_by_operator: Optional[Mapping[object, object]] = None) -> Dict[str, str]:
+                   ttl_by_operator: Optional[Mapping[Any, object]] = None) -> Dict[str, str]:
     """Return the provider class setting plus one ``spark.sql.streaming.stateStore.txstate.*`` per option.
 
     Raises:
