@@ -104,18 +104,16 @@ def operator_ttl_settings(ttl_by_operator: Mapping[Any, object], option: str = "
         TxStateSettingError: an id is not a whole number >= 0, or a TTL is not a duration or ``off``.
     """
     settings: Dict[str, str] = {}
-    spec = SETTINGS[OPERATOR_TTL]
     for operator, ttl in ttl_by_operator.items():
-        text = str(operator) if type(operator) is int else operator.strip() if isinstance(operator, str) else ""
-        if not _OPERATOR_ID.fullmatch(text) or int(text) > 2**63 - 1:
+        operator_id = _operator_id(operator)
+        if operator_id is None:
             raise TxStateSettingError(
                 f"txstate option {option}: {operator!r} is no operator id; an id is a whole number >= 0, the "
-                f"operator's folder under the checkpoint's state/ (e.g. {_operator_example(option, 0)})."
+                f"operator's folder under the checkpoint's state/ (e.g. {_operator_spelling(option, 0)[1]})."
             )
-        key = f"{SETTINGS_PREFIX}{_OPERATOR_PREFIX}{int(text)}"
-        name = key if option.startswith(SETTINGS_PREFIX) else f"{option} {text}" if option.startswith("--") \
-            else f"{option}[{int(text)}]"
-        settings[key] = _checked(spec, ttl, name, key, _operator_example(option, int(text)))
+        key = f"{SETTINGS_PREFIX}{_OPERATOR_PREFIX}{operator_id}"
+        name, example = _operator_spelling(option, operator_id)
+        settings[key] = _checked(SETTINGS[OPERATOR_TTL], ttl, name, key, example)
     return settings
 
 
@@ -191,14 +189,26 @@ def _text(setting: Setting, value: object) -> Optional[str]:
     return str(value) if type(value) is int else None
 
 
-def _operator_example(option: str, operator: int) -> str:
-    """A valid TTL for one operator, as ``option`` takes it: a mapping, a command-line flag, a Spark setting."""
+def _operator_id(operator: object) -> Optional[int]:
+    """An operator id given as an int or its text, or None if it is none (negative, a bool, a float...)."""
+    if type(operator) is int:
+        text = str(operator)
+    elif isinstance(operator, str):
+        text = operator.strip()
+    else:
+        return None
+    return int(text) if _OPERATOR_ID.fullmatch(text) and int(text) <= 2**63 - 1 else None
+
+
+def _operator_spelling(option: str, operator: int) -> Tuple[str, str]:
+    """One operator's TTL as the user named it, and a valid one spelled alike: a Spark setting, a flag, a mapping."""
+    key = f"{SETTINGS_PREFIX}{_OPERATOR_PREFIX}{operator}"
     example = SETTINGS[OPERATOR_TTL].example
-    if option.startswith("--"):
-        return f"{option} {operator}={example}"
     if option.startswith(SETTINGS_PREFIX):
-        return f"{SETTINGS_PREFIX}{_OPERATOR_PREFIX}{operator}={example}"
-    return f"{option}={{{operator}: '{example}'}}"
+        return key, f"{key}={example}"
+    if option.startswith("--"):
+        return f"{option} {operator}", f"{option} {operator}={example}"
+    return f"{option}[{operator}]", f"{option}={{{operator}: '{example}'}}"
 
 
 def _spelled_like(used: str, known: str) -> str:
