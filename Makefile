@@ -44,9 +44,11 @@ DFS_CLASSPATH := target/dfs-classpath.txt
 S3_CLASSPATH := target/s3a-classpath.txt
 VPY := $(call venv_of,$(LINE))/bin/python
 WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
-PY_SOURCES := $(shell find python -name '*.py' -not -path '*/build/*' 2>/dev/null)
+# The settings' specification, read by both halves (the jar carries a copy the build makes).
+SETTINGS_SPEC := python/txstate_spark/settings.json
+PY_SOURCES := $(shell find python -name '*.py' -not -path '*/build/*' 2>/dev/null) $(SETTINGS_SPEC)
 SCALA_SOURCES := $(shell find jvm -name '*.scala' 2>/dev/null) build.sbt VERSION project/build.properties \
-	project/SparkLines.scala project/LineProjects.scala project/spark-lines.tsv
+	project/SparkLines.scala project/LineProjects.scala project/spark-lines.tsv $(SETTINGS_SPEC)
 
 export SPARK
 export TXSTATE_SPARK_JAR := $(CURDIR)/$(JAR)

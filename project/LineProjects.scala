@@ -123,6 +123,13 @@ object LineProjects extends AutoPlugin {
           val file = (Compile / resourceManaged).value / "txstate-release.properties"
           IO.write(file, s"version=${version.value}\n")
           Seq(file)
+        }.taskValue,
+        // The settings' specification, one file for both halves: the wheel ships it beside the Python
+        // package that reads it, the jar a copy made here (txstate.spark.SettingSpec reads it).
+        Compile / resourceGenerators += Def.task {
+          val spec = (Compile / resourceManaged).value / "txstate-settings.json"
+          IO.copyFile(repoDir.value / "python/txstate_spark/settings.json", spec)
+          Seq(spec)
         }.taskValue
       )
     if (line == newestLine) project.settings(dfsSettings) else project

@@ -155,10 +155,21 @@ def check_package_modules(names: Set[str], wheel_name: str) -> None:
     for module in ("__init__", "__main__", "jar", "session", "settings", "spark_line", "submit", "_version"):
         assert f"txstate_spark/{module}.py" in names
     assert "txstate_spark/py.typed" in names
+    assert "txstate_spark/settings.json" in names, f"{wheel_name} lacks the settings' specification"
     for module in ("__init__", "bounds", "conversion", "gateway", "queries", "request", "results", "store"):
         assert f"txstate_spark/query/{module}.py" in names, f"the wheel lacks txstate_spark.query.{module}"
     demos = sorted(n for n in names if "demo" in n.lower())
     assert not demos, f"{wheel_name} ships the demo ({demos}): it belongs to the repository's demo/ folder"
+
+
+def test_the_jar_and_the_wheel_carry_the_one_settings_specification() -> None:
+    # One file in the repository (python/txstate_spark/settings.json); the build copies it into each jar.
+    spec = (PYTHON_SRC / "txstate_spark" / "settings.json").read_bytes()
+    with zipfile.ZipFile(built_wheel()) as wheel:
+        assert wheel.read("txstate_spark/settings.json") == spec, f"{WHEEL.name} is stale: run `make wheel`"
+    for line in LINES:
+        with zipfile.ZipFile(REPO / "target" / jar_name(line)) as jar:
+            assert jar.read("txstate-settings.json") == spec, f"{jar_name(line)} is stale: run `make jar`"
 
 
 def test_a_wheel_built_from_the_source_tree_has_no_demo(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from txstate_spark.errors import (
     TxStateError,
     TxStateJarNotFoundError,
     TxStateMigrationError,
+    TxStateSettingError,
     TxStateUnsupportedSparkError,
 )
 from txstate_spark.jar import jar_path, supported_lines
@@ -42,6 +43,7 @@ __all__ = [
     "MigrationReport",
     "TxStateJarNotFoundError",
     "TxStateMigrationError",
+    "TxStateSettingError",
     "TxStateUnsupportedSparkError",
     "__version__",
     "configure",

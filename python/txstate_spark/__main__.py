@@ -1,7 +1,7 @@
 """``python -m txstate_spark``: print the jar path or the spark-submit flags, or migrate a checkpoint.
 
     python -m txstate_spark jar [--spark LINE]
-    python -m txstate_spark submit-args [--spark LINE] [--option NAME=VALUE ...]
+    python -m txstate_spark submit-args [--spark LINE] [--option NAME=VALUE ...] [--ttl-operator ID=DURATION ...]
     python -m txstate_spark migrate CHECKPOINT --to {txstate,rocksdb,hdfs} [--dry-run] [--undo] ...
     python -m txstate_spark serve CHECKPOINT --operator OP [--port P] ...   (docs/serving.md)
 """
@@ -11,24 +11,16 @@ import dataclasses
 import json
 import shlex
 import sys
-from typing import Dict, List, Optional
+from typing import List, Optional
 
+from txstate_spark import cli_settings
 from txstate_spark._version import __version__
-from txstate_spark.errors import TxStateError, TxStateMigrationError
+from txstate_spark.errors import TxStateError, TxStateMigrationError, TxStateSettingError
 from txstate_spark.jar import jar_path, supported_lines
 from txstate_spark.migration import DEFAULT_ACTIVE_WINDOW_SECONDS, DESTINATIONS
 from txstate_spark.serve_cli import add_serve, run_serve
 from txstate_spark.settings import KNOWN_SETTINGS
 from txstate_spark.submit import submit_args
-
-
-def _parse_option(text: str) -> "tuple[str, str]":
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(
-            f"expected NAME=VALUE (e.g. block_cache_size_mb=64), got {text!r}"
-        )
-    return name.strip(), value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,11 +49,23 @@ def _parser() -> argparse.ArgumentParser:
         "--option",
         action="append",
         default=[],
-        type=_parse_option,
+        type=cli_settings.option,
         metavar="NAME=VALUE",
         help="a txstate setting, snake_case or camelCase (becomes "
-        "spark.sql.streaming.stateStore.txstate.<camelCaseName>); repeatable. Settings: "
-        + ", ".join(KNOWN_SETTINGS),
+        "spark.sql.streaming.stateStore.txstate.<camelCaseName>), checked as the jar checks it; "
+        "repeatable. Settings: " + ", ".join(KNOWN_SETTINGS) + ". Sizes take k, m, g or t (64m, 64MB, "
+        "1g; the *SizeMB settings a plain number of MiB too), durations ms, s, m or min, h or d (30min, "
+        "7d) or off",
+    )
+    submit.add_argument(
+        "--ttl-operator",
+        action="append",
+        default=[],
+        type=cli_settings.operator_ttl,
+        metavar="ID=DURATION",
+        help="the state TTL of one stateful operator (ID: its folder under the checkpoint's state/), "
+        "e.g. 0=30min, or 2=off to exempt it from --option ttl=...; becomes "
+        "spark.sql.streaming.stateStore.txstate.ttl.operator.<ID>; repeatable",
     )
     _add_migrate(commands)
     add_serve(commands)
@@ -97,10 +101,10 @@ def _add_migrate(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     migrate.add_argument("--rollback-uncommitted", action="store_true",
                          help="if the query stopped mid-batch, migrate the last commit's state; the query "
                          "re-runs the unfinished batch on the destination")
-    migrate.add_argument("--conf", action="append", default=[], type=_parse_option, metavar="KEY=VALUE",
+    migrate.add_argument("--conf", action="append", default=[], type=cli_settings.spark_conf, metavar="KEY=VALUE",
                          help="a setting for the migration's local Spark session, e.g. spark.driver.memory=8g "
-                         "(a heap provider's state is read into memory) or fs.s3a.* for the checkpoint's file "
-                         "system; repeatable")
+                         "(a heap provider's state is read into memory), fs.s3a.* for the checkpoint's file "
+                         "system, or spark.sql.streaming.stateStore.txstate.* (checked at once); repeatable")
     migrate.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -126,10 +130,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "jar":
             print(jar_path(args.spark))
         else:
-            options: Dict[str, object] = {}
-            for name, value in args.option:
-                options[name] = value
-            print(shlex.join(submit_args(args.spark, **options)))
+            print(shlex.join(submit_args(args.spark, ttl_by_operator=dict(args.ttl_operator), **dict(args.option))))
+    except TxStateSettingError as error:
+        print(f"txstate-spark: error: {error}", file=sys.stderr)
+        return 2
     except TxStateMigrationError as error:
         print(f"txstate-spark: migrate refused: {error}", file=sys.stderr)
         return 2

@@ -2,14 +2,17 @@
 
 from typing import Final
 
+from txstate_spark.setting_spec import PREFIX
+
 #: The state store provider class inside the txstate-spark jar.
 PROVIDER_CLASS: Final = "txstate.spark.TxStateStoreProvider"
 
 #: Spark's setting that selects the state store provider for new streaming queries.
 PROVIDER_CLASS_KEY: Final = "spark.sql.streaming.stateStore.providerClass"
 
-#: Every txstate setting is ``SETTINGS_PREFIX + <camelCaseName>``.
-SETTINGS_PREFIX: Final = "spark.sql.streaming.stateStore.txstate."
+#: Every txstate setting is ``SETTINGS_PREFIX + <camelCaseName>`` (``spark.sql.streaming.stateStore.txstate.``,
+#: from the settings' specification, settings.json).
+SETTINGS_PREFIX: Final = PREFIX
 
 #: Environment variable naming the jar to use instead of the one bundled in the wheel.
 JAR_ENV_VAR: Final = "TXSTATE_SPARK_JAR"

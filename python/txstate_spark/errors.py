@@ -17,6 +17,12 @@ class TxStateConfigurationError(TxStateError, RuntimeError):
     """The provider cannot be configured from here (a JVM already running, Spark Connect, bad option)."""
 
 
+class TxStateSettingError(TxStateConfigurationError, ValueError):
+    """A txstate setting's name or value is wrong: the message names the setting (as given and in
+    full), the value and a valid example, or the closest known name. Raised before any JVM starts;
+    ``python -m txstate_spark`` exits 2 on it."""
+
+
 class StateQueryError(TxStateError, ValueError):
     """An interactive query could not be made or read (see :mod:`txstate_spark.query`).
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import List
 
+from txstate_spark import cli_settings
 from txstate_spark.errors import TxStateConfigurationError
 from txstate_spark.jar import jar_path
 
@@ -79,9 +80,9 @@ def add_serve(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -
     serve.add_argument("--max-page", type=int, metavar="N", help="largest page 'limit' (default 10000)")
     serve.add_argument("--max-concurrent", type=int, metavar="N",
                        help="queries answered at once; more get 503 (default 16)")
-    serve.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+    serve.add_argument("--conf", action="append", default=[], type=cli_settings.spark_conf, metavar="KEY=VALUE",
                        help="spark.hadoop.* (the checkpoint's file system) or "
-                       "spark.sql.streaming.stateStore.txstate.* (RocksDB memory); repeatable")
+                       "spark.sql.streaming.stateStore.txstate.* (RocksDB memory; checked at once); repeatable")
     serve.add_argument("--java-option", action="append", default=[], metavar="OPT",
                        help="an option for the JVM, e.g. -Xmx1g; repeatable")
 
@@ -96,8 +97,8 @@ def java_command(args: argparse.Namespace) -> List[str]:
         value = getattr(args, name)
         if value is not None:
             command += [f"--{name.replace('_', '-')}", str(value)]
-    for setting in args.conf:
-        command += ["--conf", setting]
+    for key, value in args.conf:
+        command += ["--conf", f"{key}={value}"]
     return command
 
 

@@ -1,14 +1,16 @@
 """``configure()``: install the provider on a classic (py4j) ``SparkSession.Builder``."""
 
+from __future__ import annotations
+
 import os
 import shlex
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, TypeVar, Union
 
 from txstate_spark.constants import PROVIDER_CLASS, PROVIDER_CLASS_KEY
 from txstate_spark.errors import TxStateConfigurationError
 from txstate_spark.jar import jar_path
-from txstate_spark.settings import spark_settings
-from txstate_spark.submit import submit_args
+from txstate_spark.settings import Count, Duration, Size, spark_settings
+from txstate_spark.submit import submit_flags
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -18,38 +20,88 @@ else:
     BuilderT = TypeVar("BuilderT")
 
 
-def configure(builder: BuilderT, **options: object) -> BuilderT:
+def configure(
+    builder: BuilderT,
+    *,
+    local_dir: Optional[Union[str, os.PathLike[str]]] = None,
+    snapshot_interval: Optional[Count] = None,
+    max_uncommitted_records: Optional[Count] = None,
+    max_uncommitted_bytes: Optional[Size] = None,
+    block_cache_size_mb: Optional[Size] = None,
+    hot_cache_size_mb: Optional[Size] = None,
+    write_buffer_size_mb: Optional[Size] = None,
+    max_write_buffer_number: Optional[Count] = None,
+    ttl: Optional[Duration] = None,
+    ttl_by_operator: Optional[Mapping[int, Duration]] = None,
+    **options: object,
+) -> BuilderT:
     """Make a ``SparkSession.Builder`` load the txstate-spark jar and use its state store provider.
 
     Appends the jar to ``spark.jars`` (jars already set on the builder are kept), sets
     ``spark.sql.streaming.stateStore.providerClass`` to ``txstate.spark.TxStateStoreProvider`` and
-    sets each keyword option as ``spark.sql.streaming.stateStore.txstate.<camelCaseName>``
-    (``block_cache_size_mb=64`` or ``blockCacheSizeMB=64``; see ``KNOWN_SETTINGS``). Call it before
-    the first ``getOrCreate()`` of the Python process::
+    sets each txstate option given as ``spark.sql.streaming.stateStore.txstate.<camelCaseName>``.
+    Call it before the first ``getOrCreate()`` of the Python process::
 
         spark = configure(SparkSession.builder.master("local[2]"), local_dir="/mnt/state").getOrCreate()
+
+    Every value is checked first, as the jar checks it, before the jar is looked up or a JVM
+    starts. A value left at None keeps the setting's default. Sizes take ``k``/``m``/``g``/``t`` units
+    (``64m``, ``64MB``, ``1g``), durations ``ms``/``s``/``m`` or ``min``/``h``/``d`` (``30min``, ``7d``)
+    or a ``timedelta``.
+
+    Args:
+        builder: a classic (py4j) ``SparkSession.Builder``.
+        local_dir: a stable directory for the local RocksDB copies, reused after a restart
+            (default: a fresh one under the executor's SparkFiles root).
+        snapshot_interval: versions between snapshots uploaded to the checkpoint, >= 1
+            (default: ``spark.sql.streaming.stateStore.minDeltasForSnapshot``).
+        max_uncommitted_records: uncommitted entries per store before an early commit; -1: no limit (default).
+        max_uncommitted_bytes: uncommitted bytes per store before an early commit (``64m``, the
+            default, or a number of bytes); -1: no limit.
+        block_cache_size_mb: RocksDB block cache per store instance, MiB (``64``) or a size (``1g``); default 8.
+        hot_cache_size_mb: heap cache of hot values per executor JVM, MiB or a size; 0: off; default 64.
+        write_buffer_size_mb: RocksDB memtable size per store instance, MiB or a size; default 64.
+        max_write_buffer_number: RocksDB memtables per store instance, >= 2; default 2.
+        ttl: state TTL of every stateful operator (``"7d"``, ``timedelta(days=7)``); default off.
+        ttl_by_operator: state TTL per operator id (its folder under the checkpoint's ``state/``),
+            e.g. ``{0: "30min", 2: "off"}``; overrides ``ttl`` for those operators.
+        **options: the same settings by other names: camelCase (``blockCacheSizeMB=64``) or in
+            full (``**{"spark.sql.streaming.stateStore.txstate.localDir": "/mnt/state"}``).
 
     Returns:
         The same builder, for chaining.
 
     Raises:
+        TxStateSettingError: an option's name or value is wrong (the message names the setting,
+            the value and a valid example, or the closest known name).
         TxStateConfigurationError: under Spark Connect; or the driver JVM of this process is already
             running without the jar (a live SparkContext, or one started and stopped earlier), so
-            ``spark.jars`` can no longer take effect; or an option is invalid.
+            ``spark.jars`` can no longer take effect.
         TxStateJarNotFoundError: the jar cannot be found (see :func:`txstate_spark.jar_path`).
         TxStateUnsupportedSparkError: no jar for the Spark that will run ($SPARK_HOME's, else pyspark's).
     """
+    named = {
+        "local_dir": local_dir,
+        "snapshot_interval": snapshot_interval,
+        "max_uncommitted_records": max_uncommitted_records,
+        "max_uncommitted_bytes": max_uncommitted_bytes,
+        "block_cache_size_mb": block_cache_size_mb,
+        "hot_cache_size_mb": hot_cache_size_mb,
+        "write_buffer_size_mb": write_buffer_size_mb,
+        "max_write_buffer_number": max_write_buffer_number,
+        "ttl": ttl,
+    }
+    settings = spark_settings({**{k: v for k, v in named.items() if v is not None}, **options}, ttl_by_operator)
     builder_options = _builder_options(builder)
     connect_reason = _spark_connect_reason(builder, builder_options)
     if connect_reason is not None:
-        raise TxStateConfigurationError(_spark_connect_message(connect_reason, options))
-    settings = spark_settings(options)
+        raise TxStateConfigurationError(_spark_connect_message(connect_reason, settings))
     jar = jar_path()
     jvm = _running_driver_jvm()
     if jvm is None:
         builder.config("spark.jars", ",".join(_with_jar(builder_options.get("spark.jars"), jar)))
     elif not _jvm_has_provider(jvm, jar):
-        raise TxStateConfigurationError(_too_late_message(jar, options))
+        raise TxStateConfigurationError(_too_late_message(jar, settings))
     # else: the running JVM loaded the jar at launch (spark-submit --jars, or an earlier configure());
     # its spark.jars is already in effect and the builder inherits it.
     for key, value in settings.items():
@@ -134,11 +186,7 @@ def _same_file(entry: str, jar: str) -> bool:
     return bool(entry) and os.path.realpath(entry) == os.path.realpath(jar)
 
 
-def _flags(options: Dict[str, object]) -> str:
-    return shlex.join(submit_args(**options))
-
-
-def _too_late_message(jar: str, options: Dict[str, object]) -> str:
+def _too_late_message(jar: str, settings: Dict[str, str]) -> str:
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:
@@ -151,11 +199,11 @@ def _too_late_message(jar: str, options: Dict[str, object]) -> str:
         f"Either stop the session (spark.stop()), start a new Python process and call "
         f"txstate_spark.configure(SparkSession.builder) before its first getOrCreate(); or start "
         f"Python/spark-submit with these flags (`python -m txstate_spark submit-args` prints them; for "
-        f"the pyspark shell put them in PYSPARK_SUBMIT_ARGS before 'pyspark-shell'):\n  {_flags(options)}"
+        f"the pyspark shell put them in PYSPARK_SUBMIT_ARGS before 'pyspark-shell'):\n  {shlex.join(submit_flags(jar, settings))}"
     )
 
 
-def _spark_connect_message(reason: str, options: Dict[str, object]) -> str:
+def _spark_connect_message(reason: str, settings: Dict[str, str]) -> str:
     return (
         f"txstate-spark cannot install its state store provider from a Spark Connect client "
         f"({reason}): the provider runs inside the Spark server's JVM, and a Connect client has no "
@@ -163,7 +211,7 @@ def _spark_connect_message(reason: str, options: Dict[str, object]) -> str:
         f"cluster library (on Databricks), or start the Connect server with "
         f"`--jars <jar> --conf {PROVIDER_CLASS_KEY}={PROVIDER_CLASS}` "
         f"(`python -m txstate_spark submit-args` prints the exact flags"
-        f"{' with your options' if options else ''}). Once the jar is on the server, the provider "
+        f"{' with your options' if len(settings) > 1 else ''}). Once the jar is on the server, the provider "
         f"and txstate settings are ordinary SQL settings: spark.conf.set('{PROVIDER_CLASS_KEY}', "
         f"'{PROVIDER_CLASS}')."
     )

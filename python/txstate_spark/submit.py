@@ -1,25 +1,35 @@
 """Command-line flags for ``spark-submit`` / ``pyspark`` that install the provider."""
 
-from typing import List, Optional
+from __future__ import annotations
+
+from typing import List, Mapping, Optional
 
 from txstate_spark.jar import jar_path
-from txstate_spark.settings import spark_settings
+from txstate_spark.settings import Duration, spark_settings
 
 
-def submit_args(spark: Optional[str] = None, **options: object) -> List[str]:
+def submit_args(spark: Optional[str] = None, *, ttl_by_operator: Optional[Mapping[int, Duration]] = None,
+                **options: object) -> List[str]:
     """Return ``spark-submit`` flags that load the jar and select the txstate provider.
 
     Example: ``["--jars", "/…/txstate-spark-4.1_2.13-0.2.0.jar", "--conf",
     "spark.sql.streaming.stateStore.providerClass=txstate.spark.TxStateStoreProvider", ...]``.
     ``spark`` picks the jar's Spark line (see :func:`txstate_spark.jar_path`). Keyword options
-    are txstate settings, named as in :func:`txstate_spark.configure`.
+    are txstate settings, named and checked as in :func:`txstate_spark.configure` (before the jar is
+    looked up).
 
     Raises:
+        TxStateSettingError: an option name or value is invalid.
         TxStateJarNotFoundError: the jar cannot be found (see :func:`txstate_spark.jar_path`).
         TxStateUnsupportedSparkError: no jar for that Spark line.
-        TxStateConfigurationError: an option name or value is invalid.
     """
-    args = ["--jars", jar_path(spark)]
-    for key, value in spark_settings(options).items():
+    settings = spark_settings(options, ttl_by_operator)
+    return submit_flags(jar_path(spark), settings)
+
+
+def submit_flags(jar: str, settings: Mapping[str, str]) -> List[str]:
+    """``--jars <jar>`` and one ``--conf KEY=VALUE`` per setting."""
+    args = ["--jars", jar]
+    for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]
     return args

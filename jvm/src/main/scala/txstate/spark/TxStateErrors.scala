@@ -9,6 +9,10 @@ object TxStateErrors {
   def badSetting(key: String, problem: String): IllegalArgumentException =
     new IllegalArgumentException(s"[TXSTATE_INVALID_SETTING] $key $problem.")
 
+  /** A value its setting does not take; Python's `configure()` and `submit-args` word it the same way. */
+  def badValue(key: String, value: String, expects: String, example: String): IllegalArgumentException =
+    new IllegalArgumentException(s"[TXSTATE_INVALID_SETTING] $key must be $expects, got '$value'. For example: $key=$example")
+
   def batchTimeUnreadable(file: org.apache.hadoop.fs.Path, why: String, cause: Throwable): IllegalStateException =
     new IllegalStateException(s"[TXSTATE_BATCH_TIME_UNREADABLE] cannot read the batch timestamp from the offset log " +
       s"entry $file: $why. Stamped state and TTL measure time by it; the checkpoint's offset log is damaged or not " +
