@@ -56,8 +56,8 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     val stores = StoreInventory.read(logs.root, hadoopConf)
     val oldPartitions = entry.conf.get(shufflePartitionsKey).flatMap(_.toIntOption)
       .orElse(stores.headOption.map(_.numPartitions)).getOrElse(0)
-    options.partitions.filter(n => n < 1 || n > maxPartitions).foreach { n =>
-      throw MigrationErrors.badArgument("--partitions", s"must be between 1 and $maxPartitions, got $n")
+    options.partitions.filter(n => n < 1 || n > MigrationOptions.maxPartitions).foreach { n =>
+      throw MigrationErrors.badArgument("--partitions", s"must be between 1 and ${MigrationOptions.maxPartitions}, got $n")
     }
     val rescaleTo = options.partitions.filter(_ != oldPartitions)
     if (to.className == from) {
@@ -278,5 +278,4 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
 
   private val shufflePartitionsKey = "spark.sql.shuffle.partitions"
   private val checkpointFormatKey = "spark.sql.streaming.stateStore.checkpointFormatVersion"
-  private val maxPartitions = 100000
 }

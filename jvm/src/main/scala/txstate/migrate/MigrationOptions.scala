@@ -19,6 +19,9 @@ object MigrationOptions {
   /** A query that wrote its logs less than this long ago may still be running. */
   val defaultActiveWindow = 60L
 
+  /** The most partitions a migration rescales to. */
+  val maxPartitions = 100000
+
   val usage: String = "migrate CHECKPOINT --to {txstate,rocksdb,hdfs} [--partitions N] [--dry-run] [--undo] " +
     "[--active-window SECONDS] [--rollback-uncommitted]"
 
@@ -30,7 +33,7 @@ object MigrationOptions {
     def loop(rest: List[String], acc: MigrationOptions): MigrationOptions = rest match {
       case Nil => acc
       case "--to" :: v :: tail => loop(tail, acc.copy(to = Some(v)))
-      case "--partitions" :: v :: tail => loop(tail, acc.copy(partitions = Some(number("--partitions", v).toInt)))
+      case "--partitions" :: v :: tail => loop(tail, acc.copy(partitions = Some(partitionCount(number("--partitions", v)))))
       case "--active-window" :: v :: tail => loop(tail, acc.copy(activeWindowSeconds = number("--active-window", v)))
       case "--dry-run" :: tail => loop(tail, acc.copy(dryRun = true))
       case "--undo" :: tail => loop(tail, acc.copy(undo = true))
@@ -55,12 +58,17 @@ object MigrationOptions {
       case JBool(b) => b
       case _ => false
     }
-    def integer(name: String): Option[Long] = (o \ name) match {
-      case JInt(i) => Some(i.toLong)
+    def integer(name: String): Option[BigInt] = (o \ name) match {
+      case JInt(i) => Some(i)
       case _ => None
     }
     MigrationOptions(text("checkpoint").getOrElse(throw MigrationErrors.badArgument("checkpoint", "is required")),
-      text("to"), integer("partitions").map(_.toInt), flag("dryRun"), flag("undo"),
-      integer("activeWindowSeconds").getOrElse(defaultActiveWindow), flag("rollbackUncommitted"))
+      text("to"), integer("partitions").map(partitionCount), flag("dryRun"), flag("undo"),
+      integer("activeWindowSeconds").map(_.toLong).getOrElse(defaultActiveWindow), flag("rollbackUncommitted"))
   }
+
+  /** A partition count as given; one beyond an Int is refused, never wrapped around to a small count. */
+  private def partitionCount(n: BigInt): Int =
+    if (n.isValidInt) n.toInt
+    else throw MigrationErrors.badArgument("--partitions", s"must be between 1 and $maxPartitions, got $n")
 }

@@ -3,6 +3,7 @@ package txstate.query
 import java.util.UUID
 
 import scala.jdk.CollectionConverters._
+import scala.util.Try
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
@@ -31,12 +32,14 @@ private[txstate] object RequestJson {
   /** A field that may be absent or null. */
   def optional(node: JsonNode, field: String): Option[JsonNode] = Option(node.get(field)).filterNot(_.isNull)
 
-  def runIdOf(node: JsonNode): Option[UUID] = optional(node, "runId").map(r => UUID.fromString(r.asText))
+  def runIdOf(node: JsonNode): Option[UUID] = optional(node, "runId").map { r =>
+    Try(UUID.fromString(r.asText)).getOrElse(throw badRequest(s"'runId' must be a query run id (a UUID), got $r"))
+  }
 
   /** `"partitions"`: null (all of them) or an array of partition numbers. */
   def partitionsOf(json: JsonNode): Option[Seq[Int]] =
     optional(json, "partitions").map { ps =>
-      if (!ps.isArray || !ps.elements().asScala.forall(_.canConvertToInt)) {
+      if (!ps.isArray || !ps.elements().asScala.forall(p => p.isIntegralNumber && p.canConvertToInt)) {
         throw badRequest("'partitions' must be an array of partition numbers")
       }
       ps.elements().asScala.map(_.asInt).toSeq
@@ -61,7 +64,10 @@ private[txstate] object RequestJson {
     def row(n: JsonNode, schema: StructType, what: String): UnsafeRow =
       QueryResolver.toUnsafe(InternalJson.readRow(n, schema, what), schema, what)
     def optRow(field: String): Option[UnsafeRow] = optional(node, field).map(row(_, keySchema, field))
-    def limit = optional(node, "limit").map(_.asInt).getOrElse(PagedQuery.defaultLimit)
+    def limit = optional(node, "limit").map { n =>
+      if (n.isIntegralNumber && n.canConvertToInt) n.asInt
+      else throw badRequest(s"'query.limit' must be a whole number of rows per partition (1 to ${PagedQuery.maxLimit}), got $n")
+    }.getOrElse(PagedQuery.defaultLimit)
     def continuation = optional(node, "continuation").map(_.asText)
     val changedSince = optional(node, "changedSince").map(readChangedSince)
     text(node, "type") match {
