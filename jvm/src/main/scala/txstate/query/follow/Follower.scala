@@ -129,6 +129,8 @@ final class Follower private (
     while (!closed) {
       try poll()
       catch {
+        // A close interrupts a poll mid-read: that is the follower stopping, not a failure to count.
+        case NonFatal(e) if closed => log.debug(s"txstate: follower $id stopped during a poll", e)
         case NonFatal(e) =>
           failures.incrementAndGet()
           lastError = Some(Follower.messageOf(e))
