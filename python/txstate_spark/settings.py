@@ -17,6 +17,7 @@ KNOWN_SETTINGS: Tuple[str, ...] = (
     "maxUncommittedBytes",
     "blockCacheSizeMB",
     "hotCacheSizeMB",
+    "maxNativeMemoryMB",
     "writeBufferSizeMB",
     "maxWriteBufferNumber",
     "ttl",

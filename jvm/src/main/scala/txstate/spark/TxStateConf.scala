@@ -17,15 +17,28 @@ import txstate.store.{StoreOptions, UncommittedLimits}
  * @param minVersionsToRetain versions cleanup keeps loadable (Spark's minBatchesToRetain)
  * @param ttl                 opt-in state TTL, for all operators or per operator
  * @param hotCacheBytes       the hot-state cache budget of the executor JVM (0: off), shared by its stores
+ * @param nativeMemoryBytes   the RocksDB native memory budget of the executor JVM, shared by its stores
+ *                            (0: off, each store sized by the engine options)
  */
 final case class TxStateConf(localDir: Option[String], store: StoreOptions, minVersionsToRetain: Int,
-    ttl: StateTtl = StateTtl.off, hotCacheBytes: Long = TxStateConf.defaultHotCacheBytes)
+    ttl: StateTtl = StateTtl.off, hotCacheBytes: Long = TxStateConf.defaultHotCacheBytes,
+    nativeMemoryBytes: Long = TxStateConf.defaultNativeMemoryBytes)
 
 object TxStateConf {
   val prefix = "spark.sql.streaming.stateStore.txstate."
 
   /** The hot-state cache's budget per executor JVM unless set (docs/ARCHITECTURE.md, "Hot-state cache"). */
   val defaultHotCacheBytes: Long = 64L << 20
+
+  /**
+   * The native memory budget per executor JVM unless set (docs/ARCHITECTURE.md, "Native memory
+   * budget"). RocksDB's memory is outside the heap: on YARN and Kubernetes it must fit in
+   * `spark.executor.memoryOverhead`, by default 10% of the executor's memory and at least 384 MiB,
+   * next to the JVM's own native memory (metaspace, thread stacks, Netty). 256 MiB fits a 4 GiB
+   * executor's 410 MiB overhead with room for that, and on a 16 GiB one still caches the blocks of
+   * several GiB of state; before the budget, 200 stores took 1.6 GiB of block cache alone.
+   */
+  val defaultNativeMemoryBytes: Long = 256L << 20
 
   /** Every setting we define, with its meaning (also documented in conf/ and the README). */
   val settings: Map[String, String] = Map(
@@ -40,6 +53,8 @@ object TxStateConf {
     "blockCacheSizeMB" -> "RocksDB block cache per store instance, in MiB (default 8)",
     "hotCacheSizeMB" -> ("heap cache of hot committed values per executor JVM, shared by its stores, in MiB; " +
       "0 = off (default 64)"),
+    "maxNativeMemoryMB" -> ("RocksDB native memory (block cache and memtables) per executor JVM, shared by its stores, " +
+      "in MiB; 0 = each store sized by blockCacheSizeMB, writeBufferSizeMB and maxWriteBufferNumber (default 256)"),
     "writeBufferSizeMB" -> "RocksDB memtable size per store instance, in MiB (default 64)",
     "maxWriteBufferNumber" -> "RocksDB memtables per store instance before writes wait for a flush (default 2)",
     StateTtl.key -> ("state TTL of every stateful operator, e.g. 30m or 7d: a row not written for that long, measured " +
@@ -68,7 +83,8 @@ object TxStateConf {
           maxBytes = limit(ours, "maxUncommittedBytes", Some(64L << 20), sized = true))),
       minVersionsToRetain = math.max(conf.minVersionsToRetain, 1),
       ttl = StateTtl.from(ours, prefix),
-      hotCacheBytes = mebibytes(ours, "hotCacheSizeMB", defaultHotCacheBytes, min = 0))
+      hotCacheBytes = mebibytes(ours, "hotCacheSizeMB", defaultHotCacheBytes, min = 0),
+      nativeMemoryBytes = mebibytes(ours, "maxNativeMemoryMB", defaultNativeMemoryBytes, min = 0))
   }
 
   /** A positive limit, -1 for none; with `sized`, a byte size with an optional k/m/g suffix. */
