@@ -5,5 +5,6 @@ package txstate.spark
  * 4.1): the native memory budget is not reported to it (docs/ARCHITECTURE.md, "Native memory budget").
  */
 private[spark] object UnmanagedMemory {
-  def register(usedBytes: () => Long): Unit = ()
+  /** Nothing to register: done. */
+  def register(usedBytes: () => Long): Boolean = true
 }

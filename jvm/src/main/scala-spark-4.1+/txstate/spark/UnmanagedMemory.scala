@@ -9,14 +9,21 @@ import org.apache.spark.memory.{MemoryMode, UnifiedMemoryManager, UnmanagedMemor
  * leaves it out of what it hands to tasks and cached blocks (docs/ARCHITECTURE.md, "Native memory budget").
  */
 private[spark] object UnmanagedMemory {
-  /** Registers once per JVM, only inside a Spark executor or driver (SparkEnv set). */
-  def register(usedBytes: () => Long): Unit = if (SparkEnv.get != null) {
+  /** The component Spark's memory manager counts the budget under. */
+  val componentType: String = "txstate"
+
+  /**
+   * Registers `usedBytes` inside a Spark executor or driver (SparkEnv set) and returns true; outside
+   * one (a store opened without Spark) returns false, so the caller tries again with its next store.
+   */
+  def register(usedBytes: () => Long): Boolean = SparkEnv.get != null && {
     UnifiedMemoryManager.registerUnmanagedMemoryConsumer(new UnmanagedMemoryConsumer {
       // One key for the whole executor: the budget is shared, so it is counted once.
       override val unmanagedMemoryConsumerId: UnmanagedMemoryConsumerId =
-        UnmanagedMemoryConsumerId("txstate", "txstate-native-memory-budget")
+        UnmanagedMemoryConsumerId(componentType, "txstate-native-memory-budget")
       override def memoryMode: MemoryMode = MemoryMode.OFF_HEAP
       override def getMemBytesUsed: Long = usedBytes()
     })
+    true
   }
 }

@@ -18,9 +18,11 @@ import txstate.engine.NativeMemoryBudget
 private[spark] object ExecutorNativeMemory {
   private val log = LoggerFactory.getLogger(getClass)
   private var budget: Option[NativeMemoryBudget] = None // guarded by `this`
+  private var reported = false // to Spark's memory manager; guarded by `this`
 
   /** The budget for a store opened with `maxBytes` (0: none, the store sizes its own native memory). */
   def forStore(maxBytes: Long): Option[NativeMemoryBudget] = if (maxBytes <= 0) None else synchronized {
+    if (!reported) reported = UnmanagedMemory.register(() => usedBytes)
     budget match {
       case Some(b) =>
         if (b.limitBytes != maxBytes && !b.resize(maxBytes)) {
@@ -31,7 +33,6 @@ private[spark] object ExecutorNativeMemory {
       case None =>
         val b = new NativeMemoryBudget(maxBytes)
         budget = Some(b)
-        UnmanagedMemory.register(() => usedBytes)
         Some(b)
     }
   }
