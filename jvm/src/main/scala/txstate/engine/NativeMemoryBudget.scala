@@ -93,6 +93,8 @@ object NativeMemoryBudget {
     // non-strict one goes over for as long as they are pinned.
     val cache: LRUCache = new LRUCache(limitBytes, -1, false, highPriorityShare)
     val writeBufferBytes: Long = (limitBytes * writeBufferShare).toLong
+    // No stall: RocksDB would hold every writer until the memtables shrink, but only a write to a
+    // database flushes it, so idle stores' memtables would never shrink and the writers wait for good.
     val writeBuffers: WriteBufferManager =
       try new WriteBufferManager(writeBufferBytes, cache, false)
       catch { case e: Throwable => cache.close(); throw e }
