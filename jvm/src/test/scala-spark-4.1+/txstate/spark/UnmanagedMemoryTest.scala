@@ -7,16 +7,13 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /** Spark 4.1+: the executor's native memory budget is reported to Spark's memory manager. */
 final class UnmanagedMemoryTest extends AnyFunSuite with ProviderFixture {
-  private val keySchema = new StructType().add("k", StringType)
-  private val valueSchema = new StructType().add("v", LongType)
-  private val key = new RowMaker(keySchema)
-  private val value = new RowMaker(valueSchema)
-
   test("inside Spark, the native memory budget is reported to Spark's memory manager as unmanaged memory, once") {
     val sc = new SparkContext(new SparkConf().setMaster("local[1]").setAppName("txstate-unmanaged-memory")
       .set("spark.ui.enabled", "false"))
     try {
-      withProvider(newProvider(newCheckpointRoot(), keySchema, valueSchema)) { p =>
+      val (keys, values) = (new StructType().add("k", StringType), new StructType().add("v", LongType))
+      withProvider(newProvider(newCheckpointRoot(), keys, values)) { p =>
+        val (key, value) = (new RowMaker(keys), new RowMaker(values))
         val store = p.getStore(0)
         (0 until 500).foreach(i => store.put(key(s"k$i"), value(i.toLong)))
         store.commit()
