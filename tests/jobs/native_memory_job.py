@@ -19,35 +19,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the harness package
 
 from harness import streaming_harness  # noqa: E402
+from harness.cluster_tasks import local_cluster_session  # noqa: E402
 
 TXSTATE = "spark.sql.streaming.stateStore.txstate."
 
 
 def build_session(partitions: int, max_native_mb: int):
-    import pyspark
-
-    # Executors of a standalone cluster are launched from $SPARK_HOME: the pip package is one.
-    os.environ.setdefault("SPARK_HOME", os.path.dirname(os.path.realpath(pyspark.__file__)))
-    from pyspark.sql import SparkSession
-
-    settings = {
+    return local_cluster_session("local-cluster[1,2,1024]", "txstate-native-memory", {
         **streaming_harness.spark_settings(streaming_harness.plugin_jar()),
         streaming_harness.PROVIDER_CLASS_CONF: "txstate.spark.TxStateStoreProvider",
         "spark.sql.shuffle.partitions": str(partitions),
-        "spark.default.parallelism": "2",
         "spark.executor.memory": "1g",
         "spark.driver.memory": "1g",
         # Snapshots are not under test: keep maintenance out of the way of 512 stores.
         "spark.sql.streaming.stateStore.maintenanceInterval": "60s",
         "spark.sql.streaming.stateStore.minDeltasForSnapshot": "10",
         TXSTATE + "maxNativeMemoryMB": str(max_native_mb),
-    }
-    builder = SparkSession.builder.master("local-cluster[1,2,1024]").appName("txstate-native-memory")
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
+    })
 
 
 def main() -> int:
