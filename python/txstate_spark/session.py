@@ -29,6 +29,7 @@ def configure(
     max_uncommitted_bytes: Optional[Size] = None,
     block_cache_size_mb: Optional[Size] = None,
     hot_cache_size_mb: Optional[Size] = None,
+    max_native_memory_mb: Optional[Size] = None,
     write_buffer_size_mb: Optional[Size] = None,
     max_write_buffer_number: Optional[Count] = None,
     ttl: Optional[Duration] = None,
@@ -58,8 +59,11 @@ def configure(
         max_uncommitted_records: uncommitted entries per store before an early commit; -1: no limit (default).
         max_uncommitted_bytes: uncommitted bytes per store before an early commit (``64m``, the
             default, or a number of bytes); -1: no limit.
-        block_cache_size_mb: RocksDB block cache per store instance, MiB (``64``) or a size (``1g``); default 8.
+        block_cache_size_mb: RocksDB block cache per store instance, MiB (``64``) or a size (``1g``), only with
+            ``max_native_memory_mb=0``; default 8.
         hot_cache_size_mb: heap cache of hot values per executor JVM, MiB or a size; 0: off; default 64.
+        max_native_memory_mb: RocksDB native memory (block cache and memtables) per executor JVM, shared
+            by its stores, MiB or a size; 0: each store sized on its own; default 256.
         write_buffer_size_mb: RocksDB memtable size per store instance, MiB or a size; default 64.
         max_write_buffer_number: RocksDB memtables per store instance, >= 2; default 2.
         ttl: state TTL of every stateful operator (``"7d"``, ``timedelta(days=7)``); default off.
@@ -87,6 +91,7 @@ def configure(
         "max_uncommitted_bytes": max_uncommitted_bytes,
         "block_cache_size_mb": block_cache_size_mb,
         "hot_cache_size_mb": hot_cache_size_mb,
+        "max_native_memory_mb": max_native_memory_mb,
         "write_buffer_size_mb": write_buffer_size_mb,
         "max_write_buffer_number": max_write_buffer_number,
         "ttl": ttl,

@@ -4,7 +4,8 @@ The fault tests (test_executor_failure.py, test_bounded_memory.py) run a job scr
 process with its own SparkContext on `local-cluster[2,1,1024]`, whose executors are real JVM
 processes. This module holds:
   * for the tests: running such a job script in its own process group and reading its report;
-  * for the jobs: the application's executors (ids and the pids of their JVMs), the running tasks
+  * for the jobs: their session on `local-cluster` (`local_cluster_session`; used by
+    native_memory_job.py), the application's executors (ids and the pids of their JVMs), the running tasks
     of the stateful stage, and the executor process to SIGKILL to interrupt one of those tasks.
 """
 
@@ -24,6 +25,26 @@ from typing import Callable, Iterator, NamedTuple, Sequence, TypeVar
 T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+# --------------------------------------------------------------------------------------------
+# For the jobs: their own session
+
+
+def local_cluster_session(master: str, app_name: str, settings: dict[str, str]):
+    """A SparkSession on `master` (a `local-cluster[...]`) with `settings`, its log at WARN."""
+    import pyspark
+
+    # Executors of a standalone cluster are launched from $SPARK_HOME: the pip package is one.
+    os.environ.setdefault("SPARK_HOME", os.path.dirname(os.path.realpath(pyspark.__file__)))
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
 
 
 # --------------------------------------------------------------------------------------------

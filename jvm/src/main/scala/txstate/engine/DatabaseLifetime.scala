@@ -23,9 +23,9 @@ import org.rocksdb.{RocksDBException, WriteOptions}
  *
  * Owner's thread only.
  */
-private[engine] final class DatabaseLifetime(dir: File, options: EngineOptions, views: ViewPublisher,
-    opened: CommitMarkers.Markers => Unit) {
-  private val natives = NativeOptions(options)
+private[engine] final class DatabaseLifetime(dir: File, options: EngineOptions, budget: Option[NativeMemoryBudget],
+    views: ViewPublisher, opened: CommitMarkers.Markers => Unit) {
+  private val natives = NativeOptions(options, budget)
   private var database: LocalDatabase = _
   @volatile private var closed = false
   private var detached = false
@@ -122,11 +122,23 @@ private[engine] final class DatabaseLifetime(dir: File, options: EngineOptions, 
     failedWrite = None // a new database
   }
 
-  /** Live memtable and block cache bytes (native memory); 0 once closed or detached. */
-  def nativeMemoryUsed: Long = if (closed || detached) 0L else {
+  /**
+   * Live memtable and block cache bytes (native memory); 0 once closed or detached. Under a budget,
+   * an even share of the shared cache, which the memtables are charged to.
+   */
+  def nativeMemoryUsed: Long =
+    if (closed || detached) 0L
+    else if (natives.memtablesInCache) natives.blockCacheUsage
+    else memtableBytes + natives.blockCacheUsage
+
+  /** Whether the shared native memory budget is over its limit (never without a budget). */
+  def overBudget: Boolean = natives.overBudget
+
+  /** Live memtable bytes of the open database, as RocksDB counts them; 0 once closed or detached. */
+  def memtableBytes: Long = if (closed || detached) 0L else {
     val db = database.db
     Seq(database.data, database.stamped, database.byTime, database.commit)
-      .map(db.getLongProperty(_, "rocksdb.cur-size-all-mem-tables")).sum + natives.blockCacheUsage
+      .map(db.getLongProperty(_, "rocksdb.cur-size-all-mem-tables")).sum
   }
 
   /** Once: `forget` drops what the engine kept of the database, then the database and the options close. */

@@ -4,9 +4,9 @@ package txstate.engine
  * Native memory and tuning of one local database. Defaults keep one store instance small, since an
  * executor hosts one per stateful partition (shuffle partitions x operators x stores).
  *
- * @param blockCacheBytes  LRU block cache for reads (per store instance)
- * @param writeBufferBytes size of one memtable
- * @param maxWriteBuffers  memtables per column family before writes stall on flush
+ * @param blockCacheBytes  LRU block cache for reads (per store instance; unused under a [[NativeMemoryBudget]])
+ * @param writeBufferBytes size of one memtable (under a budget too)
+ * @param maxWriteBuffers  memtables per column family before writes stall on flush (under a budget too)
  * @param replayChunkBytes the largest WriteBatch built while replaying a changelog
  * @param formatVersion    the storage format new versions are written in: 2, or 1 (plain rows, as 0.1.0 wrote
  *                         them) only for benchmarks that compare the two in one run

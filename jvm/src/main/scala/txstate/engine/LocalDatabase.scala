@@ -143,6 +143,11 @@ private[engine] final class LocalDatabase private (
 
   def close(): Unit = close(flush = true)
 
+  /** Flushes every family's memtables to files (atomically, as every flush here) and waits for it. */
+  def flushMemtables(): Unit = Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
+    db.flush(fo, java.util.List.of(data, stamped, byTime, commit))
+  }
+
   /**
    * Closes the handles. With `flush`, the memtables are flushed first, so a later open of the same
    * directory finds every committed version (the WAL is off); a failed flush still closes every
@@ -150,9 +155,7 @@ private[engine] final class LocalDatabase private (
    */
   def close(flush: Boolean): Unit = if (!closed) {
     closed = true
-    try if (flush) Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
-      db.flush(fo, java.util.List.of(data, stamped, byTime, commit))
-    } finally {
+    try if (flush) flushMemtables() finally {
       handles.values.foreach(_.close())
       db.close()
     }

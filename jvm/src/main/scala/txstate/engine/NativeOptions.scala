@@ -2,7 +2,7 @@ package txstate.engine
 
 import scala.util.control.NonFatal
 
-import org.rocksdb.{BlockBasedTableConfig, BloomFilter, ColumnFamilyOptions, CompressionType, DBOptions, IndexType, LRUCache, RocksDB, WriteOptions}
+import org.rocksdb.{BlockBasedTableConfig, BloomFilter, Cache, ColumnFamilyOptions, CompressionType, DBOptions, IndexType, LRUCache, RocksDB, WriteOptions}
 
 /**
  * The native option objects of one engine. They are shared by every database the engine opens (the
@@ -14,9 +14,14 @@ import org.rocksdb.{BlockBasedTableConfig, BloomFilter, ColumnFamilyOptions, Com
  * before it: the options before the cache and the filter their table format points to), and a close
  * that throws does not stop the others: the first failure is rethrown once all were tried. Kafka
  * Streams' `RocksDBStore.close` stops at the first failure and leaks the rest.
+ *
+ * Under a [[NativeMemoryBudget]] the block cache and the write-buffer manager are the budget's: the
+ * engine owns only its [[NativeMemoryLease]], taken first and released last, and never closes them.
+ * Without one, the engine has a block cache of its own (`blockCacheBytes`) and no write-buffer manager.
  */
 private[engine] final class NativeOptions private (
-    blockCache: LRUCache,
+    blockCache: Cache,
+    lease: Option[NativeMemoryLease],
     val dbOptions: DBOptions,
     val commitOptions: ColumnFamilyOptions,
     val dataOptions: ColumnFamilyOptions,
@@ -24,8 +29,17 @@ private[engine] final class NativeOptions private (
     closeOrder: List[AutoCloseable]) extends AutoCloseable {
   private var closed = false
 
-  /** Bytes the block cache holds now (native memory). */
-  def blockCacheUsage: Long = blockCache.getUsage
+  /**
+   * This engine's bytes in the block cache (native memory): all of its own cache's, or under a
+   * budget an even share of the shared cache's (memtables included, since they are charged to it).
+   */
+  def blockCacheUsage: Long = lease.fold(blockCache.getUsage)(_.usedShare)
+
+  /** Whether the shared budget (if any) is over its limit: its memtables and pinned blocks fill it. */
+  def overBudget: Boolean = lease.exists(_.overLimit)
+
+  /** Whether memtables are charged to a shared budget's cache (then [[blockCacheUsage]] counts them). */
+  def memtablesInCache: Boolean = lease.isDefined
 
   def close(): Unit = if (!closed) {
     closed = true
@@ -35,13 +49,17 @@ private[engine] final class NativeOptions private (
 
 private[engine] object NativeOptions {
 
-  /** Creates the option objects of an engine; if one cannot be created, those already made are closed. */
-  def apply(options: EngineOptions): NativeOptions = {
+  /**
+   * Creates the option objects of an engine, under `budget`'s shared cache and write-buffer manager
+   * if given; if one cannot be created, those already made are closed (the lease released).
+   */
+  def apply(options: EngineOptions, budget: Option[NativeMemoryBudget] = None): NativeOptions = {
     RocksDB.loadLibrary()
     var made = List.empty[AutoCloseable] // newest first: the order they close in
     def own[T <: AutoCloseable](created: T): T = { made = created :: made; created }
     try {
-      val cache = own(new LRUCache(options.blockCacheBytes))
+      val lease = budget.map(b => own(b.lease()))
+      val cache: Cache = lease.fold[Cache](own(new LRUCache(options.blockCacheBytes)))(_.cache)
       val bloom = own(new BloomFilter(10, false))
       // Plain Java settings, no native handle of its own: RocksDB copies them into `dataOptions`.
       // Index and filter blocks live in the (bounded) block cache, partitioned with the top level
@@ -63,15 +81,23 @@ private[engine] object NativeOptions {
         .setAtomicFlush(true)
         .setMaxBackgroundJobs(2)
         .setMaxOpenFiles(256)
+      lease.foreach(l => dbOptions.setWriteBufferManager(l.writeBuffers))
       val commitOptions = own(new ColumnFamilyOptions()).setWriteBufferSize(1L << 20)
       val dataOptions = own(new ColumnFamilyOptions())
         .setTableFormatConfig(tableConfig)
         .setWriteBufferSize(options.writeBufferBytes)
         .setMaxWriteBufferNumber(options.maxWriteBuffers)
         .setCompressionType(CompressionType.LZ4_COMPRESSION)
+      // A memtable grows in arena blocks, 1 MiB each by default: 500 stores that each wrote a few
+      // rows would hold 500 MiB of memtables the write-buffer manager cannot flush (it flushes only
+      // the database being written). Small blocks make a store hold about what it wrote.
+      if (lease.isDefined) {
+        dataOptions.setArenaBlockSize(NativeMemoryBudget.arenaBlockBytes)
+        commitOptions.setArenaBlockSize(NativeMemoryBudget.commitArenaBlockBytes)
+      }
       // No slowdown: a stalled write returns at once and LocalDatabase.write waits, interruptibly.
       val writeOptions = own(new WriteOptions()).setDisableWAL(true).setNoSlowdown(true)
-      new NativeOptions(cache, dbOptions, commitOptions, dataOptions, writeOptions, made)
+      new NativeOptions(cache, lease, dbOptions, commitOptions, dataOptions, writeOptions, made)
     } catch {
       case e: Throwable =>
         try closeAll(made) catch { case NonFatal(c) => e.addSuppressed(c) }

@@ -32,8 +32,8 @@ import org.rocksdb.{Checkpoint, FlushOptions, RocksDBException, WriteBatch}
  *
  * Not thread-safe: the owner (one store provider) serialises transactions.
  */
-final class TxEngine private (val dir: File, val options: EngineOptions, sharedCache: HotStateCache)
-    extends AutoCloseable {
+final class TxEngine private (val dir: File, val options: EngineOptions, sharedCache: HotStateCache,
+    budget: Option[NativeMemoryBudget]) extends AutoCloseable {
 
   // What the database holds: set by every open (declared before `lifetime`, which opens it below),
   // then by each write that makes or starts a version.
@@ -43,7 +43,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   // This store's part of the executor's hot-state cache: it mirrors what `database.get` answers, so
   // every write below either writes through to it or makes it forget (docs/ARCHITECTURE.md, "Hot-state cache").
   private val cache = new CacheHandOff(sharedCache.newStore())
-  private val lifetime = new DatabaseLifetime(dir, options, views, opened = markers => {
+  private val lifetime = new DatabaseLifetime(dir, options, budget, views, opened = markers => {
     committedPoint = markers.committed
     inFlightVersion = markers.inFlight
   })
@@ -160,7 +160,23 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       undo.keepingUndo(database, tx, committedPoint, keep)(write(clearsInFlight = false))
     }
     versionWritten(point)
+    givingBackMemtables()
   }
+
+  /**
+   * Under a native memory budget that is over its limit, this store flushes its memtables after its
+   * commit: RocksDB's write-buffer manager flushes only the database being written, so the
+   * memtables of stores that wrote once and went idle would otherwise stay over the limit. Each
+   * commit thus ends with the budget's memtables under the limit or this store's flushed
+   * (docs/ARCHITECTURE.md, "Native memory budget"). The version is written already: a flush RocksDB
+   * refuses (a full disk) does not fail the commit, it marks the database for reopening, as any
+   * refused write does, and the next load reopens it (and logs the dropped flush).
+   */
+  private def givingBackMemtables(): Unit =
+    if (lifetime.overBudget) {
+      try writing(database.flushMemtables())
+      catch { case e: LocalStateException if EngineErrors.isLocalWriteFailure(e) => () } // kept in `lifetime.failure`
+    }
 
   /**
    * Early commit: moves the transaction's buffer into the database as a sub-batch of the
@@ -259,8 +275,14 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     versionWritten(point)
   }
 
-  /** Live memtable and block cache bytes of this instance (native memory); 0 once closed. */
+  /**
+   * Live memtable and block cache bytes of this instance (native memory); 0 once closed. Under a
+   * budget, an even share of the shared cache: summed over the budget's engines, the budget's use.
+   */
   def nativeMemoryUsed: Long = lifetime.nativeMemoryUsed
+
+  /** Live memtable bytes of this instance's database (under a budget, charged to its shared cache); 0 once closed. */
+  def memtableBytes: Long = lifetime.memtableBytes
 
   def close(): Unit = lifetime.close {
     cache.close()
@@ -333,9 +355,13 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
 }
 
 object TxEngine {
-  /** Opens the engine of `dir`; its committed values may be cached in `cache` (shared with other engines). */
-  def open(dir: File, options: EngineOptions = EngineOptions(), cache: HotStateCache = HotStateCache.off): TxEngine =
-    new TxEngine(dir, options, cache)
+  /**
+   * Opens the engine of `dir`; its committed values may be cached in `cache` (shared with other
+   * engines), and its native memory bounded by `budget` (shared too; None: sized by `options` alone).
+   */
+  def open(dir: File, options: EngineOptions = EngineOptions(), cache: HotStateCache = HotStateCache.off,
+      budget: Option[NativeMemoryBudget] = None): TxEngine =
+    new TxEngine(dir, options, cache, budget)
 
   /** Deletes a local directory tree (staging areas, wiped databases); absent is fine. */
   def delete(dir: File): Unit = deleteRecursively(dir.toPath)

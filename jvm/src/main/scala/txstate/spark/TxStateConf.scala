@@ -15,9 +15,12 @@ import txstate.store.{StoreOptions, UncommittedLimits}
  * @param minVersionsToRetain versions cleanup keeps loadable (Spark's minBatchesToRetain)
  * @param ttl                 opt-in state TTL, for all operators or per operator
  * @param hotCacheBytes       the hot-state cache budget of the executor JVM (0: off), shared by its stores
+ * @param nativeMemoryBytes   the RocksDB native memory budget of the executor JVM, shared by its stores
+ *                            (0: off, each store sized by the engine options)
  */
 final case class TxStateConf(localDir: Option[String], store: StoreOptions, minVersionsToRetain: Int,
-    ttl: StateTtl = StateTtl.off, hotCacheBytes: Long = TxStateConf.defaultHotCacheBytes)
+    ttl: StateTtl = StateTtl.off, hotCacheBytes: Long = TxStateConf.defaultHotCacheBytes,
+    nativeMemoryBytes: Long = TxStateConf.defaultNativeMemoryBytes)
 
 object TxStateConf {
   val prefix: String = SettingSpec.prefix
@@ -27,6 +30,17 @@ object TxStateConf {
 
   /** The hot-state cache's budget per executor JVM unless set (docs/ARCHITECTURE.md, "Hot-state cache"). */
   lazy val defaultHotCacheBytes: Long = amount(Map.empty, "hotCacheSizeMB")
+
+  /**
+   * The native memory budget per executor JVM unless set (docs/ARCHITECTURE.md, "Native memory
+   * budget"; the default itself is the specification's, 256 MiB). RocksDB's memory is outside the
+   * heap: on YARN and Kubernetes it must fit in `spark.executor.memoryOverhead`, by default 10% of
+   * the executor's memory and at least 384 MiB, next to the JVM's own native memory (metaspace,
+   * thread stacks, Netty). 256 MiB fits a 4 GiB executor's 410 MiB overhead with room for that, and
+   * on a 16 GiB one still caches the blocks of several GiB of state; before the budget, 200 stores
+   * took 1.6 GiB of block cache alone.
+   */
+  lazy val defaultNativeMemoryBytes: Long = amount(Map.empty, "maxNativeMemoryMB")
 
   def from(conf: StateStoreConf): TxStateConf = {
     val ours = conf.sqlConfs.collect { case (k, v) if k.startsWith(prefix) => k.stripPrefix(prefix) -> v.trim }
@@ -49,7 +63,8 @@ object TxStateConf {
           maxBytes = SettingSpec("maxUncommittedBytes").in(ours))),
       minVersionsToRetain = math.max(conf.minVersionsToRetain, 1),
       ttl = StateTtl.from(ours),
-      hotCacheBytes = amount(ours, "hotCacheSizeMB"))
+      hotCacheBytes = amount(ours, "hotCacheSizeMB"),
+      nativeMemoryBytes = amount(ours, "maxNativeMemoryMB"))
   }
 
   /** A setting that always has a number: its value in `ours`, else the specification's default. */

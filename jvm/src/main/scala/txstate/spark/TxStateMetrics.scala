@@ -22,7 +22,13 @@ object TxStateMetrics {
   val uncommittedBytes = StateStoreCustomSizeMetric("txstateUncommittedBytesPeak",
     "txstate: peak uncommitted bytes in the batch")
   val nativeMemoryBytes = StateStoreCustomSizeMetric("txstateNativeMemoryBytes",
-    "txstate: RocksDB memtables and block cache")
+    "txstate: RocksDB memtables and block cache (under the executor's budget, the store's even share of it)")
+  // Executor-wide: every store of an executor reports the same value, so read the maximum (the SQL
+  // UI shows it), not the sum the progress shows.
+  val executorNativeMemoryBytes = StateStoreCustomSizeMetric("txstateExecutorNativeMemoryBytes",
+    "txstate: RocksDB memory of the executor's stores under its budget (the shared block cache with the memtables charged to it)")
+  val executorNativeMemoryLimitBytes = StateStoreCustomSizeMetric("txstateExecutorNativeMemoryLimitBytes",
+    "txstate: the executor's RocksDB memory budget (maxNativeMemoryMB; 0 = off)")
 
   val earlyCommits = StateStoreCustomSumMetric("txstateEarlyCommits",
     "txstate: early commits that moved uncommitted writes out of memory")
@@ -57,5 +63,6 @@ object TxStateMetrics {
   val all: Seq[StateStoreCustomMetric] = Seq(commitLatencyMs, changelogBytes, loadLatencyMs, changelogsReplayed,
     rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes, earlyCommits, earlyCommitEntries,
     earlyCommitBytes, snapshotUploadedBytes, snapshotReusedBytes, snapshotLagVersions, forceSnapshotCount,
-    expiredEntries, oldestEntryAgeMs, cacheHits, cacheMisses, cacheEvictions, cacheBytes)
+    expiredEntries, oldestEntryAgeMs, cacheHits, cacheMisses, cacheEvictions, cacheBytes, executorNativeMemoryBytes,
+    executorNativeMemoryLimitBytes)
 }

@@ -225,7 +225,9 @@ private[spark] final class TxStateStore(
       TxStateMetrics.cacheHits -> stats.cache.hits,
       TxStateMetrics.cacheMisses -> stats.cache.misses,
       TxStateMetrics.cacheEvictions -> stats.cache.evictions,
-      TxStateMetrics.cacheBytes -> stats.cache.bytes)
+      TxStateMetrics.cacheBytes -> stats.cache.bytes,
+      TxStateMetrics.executorNativeMemoryBytes -> ExecutorNativeMemory.usedBytes,
+      TxStateMetrics.executorNativeMemoryLimitBytes -> ExecutorNativeMemory.limitBytes)
     // The newest uploaded snapshot once this batch committed (none uploaded yet: not reported).
     val lastSnapshot = stats.commit.map(_.point.version - stats.snapshotLagVersions).filter(_ > 0)
     InstanceMetrics.withSnapshotVersion(

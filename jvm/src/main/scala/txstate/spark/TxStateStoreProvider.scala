@@ -274,7 +274,8 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
   private def instance: StoreInstance = instanceOpt.getOrElse {
     if (closed) throw TxStateErrors.closedProvider(storeId)
     val inst = StoreInstance.open(LocalDirectories.claim(conf.localDir, storeId), storeId.storeCheckpointLocation(),
-      hadoopConf, conf.store, storeId.toString, ExecutorHotCache.sized(conf.hotCacheBytes))
+      hadoopConf, conf.store, storeId.toString, ExecutorHotCache.sized(conf.hotCacheBytes),
+      ExecutorNativeMemory.forStore(conf.nativeMemoryBytes))
     instanceOpt = Some(inst)
     LiveStores.register(storeId, TxStateCoordinator.runId(hadoopConf), this)
     writeSchemaFile()

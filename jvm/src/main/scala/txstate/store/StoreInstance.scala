@@ -11,7 +11,7 @@ import org.slf4j.LoggerFactory
 
 import txstate.checkpoint.{ChangelogHeader, StoreCheckpoint}
 import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, EngineErrors, HotStateCache,
-  LocalStateException, Transaction, TxEngine}
+  LocalStateException, NativeMemoryBudget, Transaction, TxEngine}
 
 /**
  * One store instance, and the single owner of everything it is made of: the local transactional
@@ -64,6 +64,9 @@ final class StoreInstance private (
   def snapshotLag: Long = math.max(engine.committed.version - newestSnapshotVersion, 0L)
 
   def nativeMemoryUsed: Long = engine.nativeMemoryUsed
+
+  /** Live memtable bytes of the local database, as RocksDB counts them. */
+  def memtableBytes: Long = engine.memtableBytes
 
   /** What this instance's part of the executor's hot-state cache did since it opened. */
   def cacheStats: CacheStats = engine.cacheStats
@@ -305,12 +308,13 @@ object StoreInstance {
 
   /**
    * Opens the instance whose local database lives in `local` and whose checkpoint files live
-   * under `checkpointRoot`; its committed values may be cached in `cache`, shared with the other
-   * instances of the executor. On any failure everything opened so far is closed again (and the
+   * under `checkpointRoot`; its committed values may be cached in `cache`, and its native memory
+   * bounded by `budget` (None: sized by `options` alone), both shared with the other instances of
+   * the executor. On any failure everything opened so far is closed again (and the
    * local directory released), so nothing leaks and no RocksDB lock is left held.
    */
   def open(local: LocalDirectory, checkpointRoot: Path, hadoopConf: Configuration, options: StoreOptions,
-      label: String, cache: HotStateCache = HotStateCache.off): StoreInstance = {
+      label: String, cache: HotStateCache = HotStateCache.off, budget: Option[NativeMemoryBudget] = None): StoreInstance = {
     val opened = List.newBuilder[AutoCloseable]
     def closeOpened(cause: Throwable): Unit = opened.result().reverse.foreach { c =>
       try c.close() catch { case NonFatal(e) => cause.addSuppressed(e) }
@@ -319,7 +323,7 @@ object StoreInstance {
       opened += (() => local.release())
       val checkpoint = new StoreCheckpoint(checkpointRoot, hadoopConf)
       opened += checkpoint
-      val engine = openEngine(local, options, cache, label)
+      val engine = openEngine(local, options, cache, budget, label)
       opened += engine
       new StoreInstance(local, checkpoint, engine, new SnapshotStager(local.stagingDir, checkpoint), options, label)
     } catch {
@@ -336,14 +340,15 @@ object StoreInstance {
    * such a directory is wiped, opened empty, and the load rebuilds from the checkpoint
    * (docs/reliability.md, "Corruption matrix").
    */
-  private def openEngine(local: LocalDirectory, options: StoreOptions, cache: HotStateCache, label: String): TxEngine =
-    try TxEngine.open(local.dir, options.engine, cache)
+  private def openEngine(local: LocalDirectory, options: StoreOptions, cache: HotStateCache,
+      budget: Option[NativeMemoryBudget], label: String): TxEngine =
+    try TxEngine.open(local.dir, options.engine, cache, budget)
     catch {
       case e: LocalStateException if local.stable && e.errorCode == EngineErrors.damagedDatabaseCode =>
         openLog.warn(s"txstate: the local directory of $label is damaged; wiping it, the load rebuilds from the " +
           s"checkpoint: ${e.getMessage}")
         TxEngine.delete(local.dir)
-        TxEngine.open(local.dir, options.engine, cache)
+        TxEngine.open(local.dir, options.engine, cache, budget)
     }
 
   private val openLog = LoggerFactory.getLogger(classOf[StoreInstance])

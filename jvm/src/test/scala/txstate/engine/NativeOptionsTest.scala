@@ -15,6 +15,21 @@ final class NativeOptionsTest extends AnyFunSuite {
     natives.close()
   }
 
+  test("under a budget the option objects share its cache and release their lease on close, never closing the cache") {
+    val budget = new NativeMemoryBudget(8L << 20)
+    val first = NativeOptions(EngineOptions(), Some(budget))
+    val second = NativeOptions(EngineOptions(), Some(budget))
+    assert(budget.leasesHeld == 2)
+    assert(first.memtablesInCache && second.memtablesInCache)
+    first.close()
+    first.close()
+    assert(budget.leasesHeld == 1, "closing twice released the lease twice")
+    assert(second.dbOptions.writeBufferManager().isOwningHandle, "the shared write-buffer manager closed under a user")
+    second.close()
+    assert(budget.leasesHeld == 0)
+    assert(budget.usedBytes == 0L)
+  }
+
   test("a close that throws does not stop the others: each is closed once, in order, and the first failure is rethrown") {
     val closed = mutable.ArrayBuffer.empty[String]
     def part(name: String, fails: Boolean = false): AutoCloseable = () => {

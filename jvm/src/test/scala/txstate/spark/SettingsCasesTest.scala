@@ -27,6 +27,7 @@ final class SettingsCasesTest extends AnyFunSuite with ProviderFixture {
     "maxUncommittedBytes" -> (_.store.limits.maxBytes),
     "blockCacheSizeMB" -> (_.store.engine.blockCacheBytes),
     "hotCacheSizeMB" -> (_.hotCacheBytes),
+    "maxNativeMemoryMB" -> (_.nativeMemoryBytes),
     "writeBufferSizeMB" -> (_.store.engine.writeBufferBytes),
     "maxWriteBufferNumber" -> (_.store.engine.maxWriteBuffers),
     "ttl" -> (_.ttl.default),

@@ -47,6 +47,15 @@ final class TxStateConfTest extends AnyFunSuite with ProviderFixture {
     assert(e.getMessage.contains(setting) && e.getMessage.contains("'-1'") && e.getMessage.contains(">= 0"))
   }
 
+  test("the native memory budget is read per executor in MiB, 0 switching it off, and a bad value is refused") {
+    val setting = TxStateConf.prefix + "maxNativeMemoryMB"
+    assert(TxStateConf.from(storeConf()).nativeMemoryBytes == TxStateConf.defaultNativeMemoryBytes)
+    assert(TxStateConf.from(storeConf(setting -> "1024")).nativeMemoryBytes == (1024L << 20))
+    assert(TxStateConf.from(storeConf(setting -> "0")).nativeMemoryBytes == 0L)
+    val e = intercept[IllegalArgumentException](TxStateConf.from(storeConf(setting -> "-1")))
+    assert(e.getMessage.contains(setting) && e.getMessage.contains("'-1'") && e.getMessage.contains(">= 0"))
+  }
+
   test("Spark's own state store settings are not mistaken for ours") {
     val conf = TxStateConf.from(storeConf("spark.sql.streaming.stateStore.minDeltasForSnapshot" -> "3"))
     assert(conf.localDir.isEmpty)

@@ -208,6 +208,24 @@ final class TxStateStoreProviderTest extends AnyFunSuite with ProviderFixture {
     }
   }
 
+  test("the stores of an executor share one native memory budget and report its use and limit executor-wide") {
+    val providers = (0 until 3).map(i => provider(newCheckpointRoot(), newTempDir(s"budget-local-$i")))
+    try {
+      val metrics = providers.map { p =>
+        val s = p.getStore(0)
+        (0 until 200).foreach(k => putCount(s, s"k$k", k))
+        s.commit()
+        s.metrics.customMetrics.map { case (m, v) => m.name -> v }
+      }
+      val limits = metrics.map(_("txstateExecutorNativeMemoryLimitBytes")).distinct
+      assert(limits == Seq(TxStateConf.defaultNativeMemoryBytes))
+      assert(metrics.forall(_("txstateExecutorNativeMemoryBytes") > 0L), "the shared cache holds nothing of the stores' memtables")
+      val executor = ExecutorNativeMemory.usedBytes
+      assert(metrics.forall(m => m("txstateNativeMemoryBytes") <= executor + (1L << 20)),
+        "a store reports more than the whole executor's use as its own")
+    } finally providers.foreach(_.close())
+  }
+
   test("under checkpoint format v2 a new provider loads the version by the id the commit reported") {
     val root = newCheckpointRoot()
     val v2 = Seq("spark.sql.streaming.stateStore.checkpointFormatVersion" -> "2")
