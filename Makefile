@@ -115,7 +115,7 @@ test-jvm: $(VENV)/.installed
 # The whole pytest suite on the newest line.
 # tests/test_s3.py needs a session of its own (s3a on the driver's classpath): `make test-s3`.
 test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
-	$(VPY) -m pytest tests --ignore=tests/test_s3.py
+	$(VPY) -m pytest tests --ignore=tests/test_s3.py --durations=15
 
 # The unit tests alone (tests/unit: no JVM, no Spark session, no jar), in about a second; also part
 # of test-python.
