@@ -3,10 +3,10 @@ package txstate.engine
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.jdk.CollectionConverters._
-import scala.util.Using
-
 import org.rocksdb._
+
+import txstate.compat.ScalaLibrary.CollectionConverters._
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * One open RocksDB directory and its column families:
@@ -151,7 +151,7 @@ private[engine] final class LocalDatabase private (
   def close(flush: Boolean): Unit = if (!closed) {
     closed = true
     try if (flush) Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
-      db.flush(fo, java.util.List.of(data, stamped, byTime, commit))
+      db.flush(fo, java.util.Arrays.asList(data, stamped, byTime, commit))
     } finally {
       handles.values.foreach(_.close())
       db.close()

@@ -2,6 +2,8 @@ package txstate.spark
 
 import java.util.Locale
 
+import scala.util.Try
+
 /**
  * The state TTL settings: `ttl` for every stateful operator of the query, `ttl.operator.<id>` for
  * one (the operator id is the number under the checkpoint's `state/` folder; `off` exempts it).
@@ -35,7 +37,7 @@ object StateTtl {
   /** Some(Some(id)) for `ttl.operator.<id>`, Some(None) for a malformed id, None for other keys. */
   private def operatorKey(key: String): Option[Option[Long]] =
     if (!key.startsWith(operatorKeyPrefix)) None
-    else Some(key.stripPrefix(operatorKeyPrefix).toLongOption.filter(_ >= 0))
+    else Some(Try(key.stripPrefix(operatorKeyPrefix).toLong).toOption.filter(_ >= 0))
 
   private val units = Seq("ms" -> 1L, "min" -> 60000L, "s" -> 1000L, "m" -> 60000L, "h" -> 3600000L, "d" -> 86400000L)
 
@@ -45,7 +47,7 @@ object StateTtl {
     if (text == "off") None
     else {
       val parsed = units.collectFirst {
-        case (unit, ms) if text.endsWith(unit) && text.dropRight(unit.length).trim.toLongOption.exists(_ > 0) =>
+        case (unit, ms) if text.endsWith(unit) && Try(text.dropRight(unit.length).trim.toLong).toOption.exists(_ > 0) =>
           val n = text.dropRight(unit.length).trim.toLong
           if (n > Long.MaxValue / ms) None else Some(n * ms)
       }.flatten

@@ -2,6 +2,8 @@ package txstate.spark
 
 import java.util.Locale
 
+import scala.util.Try
+
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 
 import txstate.engine.EngineOptions
@@ -82,7 +84,7 @@ object TxStateConf {
           case _ => 1L << 30
         })
         else (text, 1L)
-      digits.toLongOption match {
+      Try(digits.toLong).toOption match {
         case Some(-1L) if unit == 1L => None
         case Some(n) if n > 0 && n <= Long.MaxValue / unit => Some(n * unit)
         case _ =>
@@ -98,7 +100,7 @@ object TxStateConf {
 
   private def int(ours: Map[String, String], key: String, default: Int, min: Int): Int =
     ours.get(key).fold(default) { raw =>
-      raw.toLowerCase(Locale.ROOT).toIntOption.filter(_ >= min).getOrElse {
+      Try(raw.toLowerCase(Locale.ROOT).toInt).toOption.filter(_ >= min).getOrElse {
         throw TxStateErrors.badSetting(prefix + key, s"must be a whole number >= $min, got '$raw'")
       }
     }

@@ -47,7 +47,7 @@ private[spark] final class TxStateStore(
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
     val (familyId, codec) = family(colFamilyName, "get")
     tx.get(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))) match {
-      case Some(bytes) if codec.multiValued => codec.decodeValues(bytes).nextOption().orNull
+      case Some(bytes) if codec.multiValued => firstOrNull(codec.decodeValues(bytes))
       case Some(bytes) => codec.decodeValue(bytes)
       case None => null
     }
@@ -57,7 +57,7 @@ private[spark] final class TxStateStore(
   override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
     val (familyId, codec) = family(colFamilyName, "multiGet")
     tx.getAll(keys.toSeq.map(k => ColumnFamilies.withPrefix(familyId, codec.encodeKey(k)))).iterator.map {
-      case Some(bytes) if codec.multiValued => codec.decodeValues(bytes).nextOption().orNull
+      case Some(bytes) if codec.multiValued => firstOrNull(codec.decodeValues(bytes))
       case Some(bytes) => codec.decodeValue(bytes)
       case None => null
     }
@@ -326,6 +326,9 @@ private[spark] final class TxStateStore(
 }
 
 private[spark] object TxStateStore {
+  /** The first of a key's values, or null (Spark's "no value") when it has none. */
+  def firstOrNull(values: Iterator[UnsafeRow]): UnsafeRow = if (values.hasNext) values.next() else null
+
   /** The narrow way back from a store to the provider that opened it. */
   trait Events {
     /** The batch committed `version` (the provider reports it to Spark's coordinator). */

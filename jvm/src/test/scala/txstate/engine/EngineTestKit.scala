@@ -2,7 +2,7 @@ package txstate.engine
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.Using
+import txstate.compat.ScalaLibrary.Using
 
 /** Small helpers shared by the engine suites: readable keys and the exact contents of a view. */
 object EngineTestKit {

@@ -2,11 +2,10 @@ package txstate.engine
 
 import java.nio.file.Files
 
-import scala.util.Using
-
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * Storage format 2 (KIP-258): every committed row carries the write stamp of the batch that last

@@ -4,14 +4,13 @@ import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, StandardCopyOption}
 
-import scala.jdk.CollectionConverters._
-import scala.util.Using
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, DBOptions, Options, RocksDB}
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.compat.ScalaLibrary.CollectionConverters._
+import txstate.compat.ScalaLibrary.Using
 import txstate.{KilledLockHolder, TempDirectories}
 import txstate.checkpoint.StoreCheckpoint
 import txstate.engine.KeyRange

@@ -5,14 +5,13 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 import java.security.MessageDigest
 
-import scala.jdk.CollectionConverters._
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
 import txstate.checkpoint.NewerFormatException
+import txstate.compat.ScalaLibrary.CollectionConverters._
 import txstate.engine.{EngineOptions, KeyRange}
 
 /** Read-only followers (KIP-813): a replica follows a writer's checkpoint without changing it. */

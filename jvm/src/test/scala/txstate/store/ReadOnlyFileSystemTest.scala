@@ -5,14 +5,13 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{AccessDeniedException, Files}
 import java.util.Collections
 
-import scala.jdk.CollectionConverters._
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{CreateFlag, FileSystem, Path, PathFilter}
 import org.apache.hadoop.fs.permission.FsPermission
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
+import txstate.compat.ScalaLibrary.CollectionConverters._
 
 final class ReadOnlyFileSystemTest extends AnyFunSuite with TempDirectories {
   private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
