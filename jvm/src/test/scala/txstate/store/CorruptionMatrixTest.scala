@@ -94,8 +94,8 @@ final class CorruptionMatrixTest extends AnyFunSuite with TempDirectories {
     val sst = SharedSst.locate(written)
     FlipByte(sst, Array.emptyByteArray)
     val bytes = Files.readAllBytes(sst.toPath)
-    val crc = new java.util.zip.CRC32C
-    crc.update(bytes)
+    val crc = txstate.compat.JavaLibrary.newCrc32c()
+    crc.update(bytes, 0, bytes.length)
     Using.resource(written.checkpoint) { cp =>
       val manifest = cp.readManifest(4, written.ids(4))
       cp.writeManifest(manifest.copy(files = manifest.files.map(f =>
