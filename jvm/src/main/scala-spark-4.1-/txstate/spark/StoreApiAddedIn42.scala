@@ -1,7 +1,9 @@
 package txstate.spark
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair
+
+import txstate.compat.StateApi.StateStoreIterator
 
 /**
  * The StateStore members Spark 4.2 added, declared for Spark 4.0 and 4.1, which lack them, so the shared TxStateStore implements them with `override` on

@@ -4,12 +4,13 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.json4s.{JBool, JInt, JObject}
 import org.json4s.jackson.JsonMethods
 
 import txstate.compat.JavaLibrary
+import txstate.compat.StateApi.KeyStateEncoderSpec
 import txstate.compat.ScalaLibrary.Using
 
 /**

@@ -6,6 +6,7 @@ import scala.util.Try
 
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 
+import txstate.compat.StateApi
 import txstate.engine.EngineOptions
 import txstate.store.{StoreOptions, UncommittedLimits}
 
@@ -63,7 +64,7 @@ object TxStateConf {
           blockCacheBytes = mebibytes(ours, "blockCacheSizeMB", defaults.blockCacheBytes),
           writeBufferBytes = mebibytes(ours, "writeBufferSizeMB", defaults.writeBufferBytes),
           maxWriteBuffers = int(ours, "maxWriteBufferNumber", defaults.maxWriteBuffers, min = 2)),
-        idsInFileNames = conf.enableStateStoreCheckpointIds,
+        idsInFileNames = StateApi.checkpointIdsEnabled(conf),
         snapshotInterval = int(ours, "snapshotInterval", math.max(conf.minDeltasForSnapshot, 1), min = 1),
         limits = UncommittedLimits(
           maxRecords = limit(ours, "maxUncommittedRecords", None, sized = false),

@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
+import txstate.compat.StateApi.{KeyStateEncoderSpec, StateStoreCheckpointInfo, StateStoreIterator}
 import txstate.engine.{KeyRange, KeyValueIterator}
 import txstate.store.{LoadPath, StoreBatch}
 
@@ -70,7 +71,7 @@ private[spark] final class TxStateStore(
 
   override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] = {
     val (familyId, codec) = family(colFamilyName, "valuesIterator")
-    tx.get(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))).fold(Iterator.empty[UnsafeRow])(codec.decodeStored)
+    tx.get(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))).fold[Iterator[UnsafeRow]](Iterator.empty)(codec.decodeStored)
   }
 
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {

@@ -13,6 +13,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
+import txstate.compat.StateApi.{KeyStateEncoderSpec, RecordType, StateSchemaProvider}
 import txstate.engine.{ChangeRecord, CommittedView, TimeToLive, WriteStamp}
 import txstate.store.{BatchClock, LoadRequest, StoreInstance}
 
@@ -101,10 +102,10 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
     val familyRange = ColumnFamilies.familyRange(ColumnFamilies.defaultId)
     instance.changesBetween(startVersion, endVersion, endVersionStateStoreCkptId).collect {
       case (v, ChangeRecord.Put(k, value)) if familyRange.contains(k) =>
-        (TxStateChangeDataReader.put, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)),
+        (RecordType.PUT_RECORD, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)),
           TxStateStore.firstOrNull(rowCodec.decodeStored(value)), v - 1)
       case (v, ChangeRecord.Delete(k)) if familyRange.contains(k) =>
-        (TxStateChangeDataReader.delete, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)), null: UnsafeRow, v - 1)
+        (RecordType.DELETE_RECORD, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)), null: UnsafeRow, v - 1)
     }
   }
 
