@@ -44,8 +44,8 @@ trait ProviderApiOfOtherLines extends StateStoreProvider {
   def init(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useColumnFamilies: Boolean, storeConfs: StateStoreConf,
       hadoopConf: Configuration, useMultipleValuesPerKey: Boolean, stateSchemaProvider: Option[StateSchemaProvider]): Unit
-  def getStore(version: Long, uniqueId: Option[String]): StateStore
-  def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore
+  def getStore(version: Long, uniqueId: Option[String]): TxStateStore
+  def getReadStore(version: Long, uniqueId: Option[String]): TxStateStore
   def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String]): StateStore
   def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean, loadEmpty: Boolean): StateStore
   def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
@@ -58,7 +58,7 @@ trait ProviderApiOfOtherLines extends StateStoreProvider {
     init(stateStoreId, keySchema, valueSchema, KeyStateEncoderSpec.ofPrefixColumns(keySchema, numColsPrefixKey),
       useColumnFamilies = false, storeConfs, hadoopConf, useMultipleValuesPerKey = false, None)
 
-  override def getStore(version: Long): StateStore = getStore(version, None)
+  override def getStore(version: Long): TxStateStore = getStore(version, None)
 
-  override def getReadStore(version: Long): ReadStateStore = getReadStore(version, None)
+  override def getReadStore(version: Long): TxStateStore = getReadStore(version, None)
 }
