@@ -40,18 +40,13 @@ trait StoreApiOfOtherLines extends StateStore with StoreApiAddedIn42 with StoreA
  * implements them with `override`, and 3.5's own members in their terms: 3.5 passes the number of
  * prefix key columns where 4.x passes a key encoding, and asks for stores by version alone.
  */
-trait ProviderApiOfOtherLines extends StateStoreProvider {
+trait ProviderApiOfOtherLines extends StateStoreProvider with ProviderApiAddedIn42 {
   def init(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec, useColumnFamilies: Boolean, storeConfs: StateStoreConf,
       hadoopConf: Configuration, useMultipleValuesPerKey: Boolean, stateSchemaProvider: Option[StateSchemaProvider]): Unit
   def getStore(version: Long, uniqueId: Option[String]): TxStateStore
   def getReadStore(version: Long, uniqueId: Option[String]): TxStateStore
   def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String]): StateStore
-  def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean, loadEmpty: Boolean): StateStore
-  def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
-      forceSnapshotOnCommit: Boolean): StateStore
-  def doSnapshotMaintenance(): Unit
-  def doCleanupMaintenance(): Unit
 
   override def init(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
       numColsPrefixKey: Int, storeConfs: StateStoreConf, hadoopConf: Configuration): Unit =
