@@ -17,8 +17,8 @@
 //   build/sbt test                 the Scala tests on every line
 //   build/sbt conformance42/test   Spark's StateStoreSuiteBase on one line (jvm/src/conformance)
 
-import LineProjects.{lines, lineOf, newestLine, rocksdbVersion, hadoopVersion, sparkJvmFlags, versionFolders,
-  sparkSettings, lineSettings}
+import LineProjects.{lines, lineOf, newestLine, hadoopVersion, sparkJvmFlags, versionFolders, sparkSettings,
+  lineSettings}
 
 ThisBuild / organization := "io.github.txstate"
 ThisBuild / version := IO.read(file("VERSION")).trim
@@ -85,8 +85,8 @@ lazy val bench = (project in file("bench"))
     name := "txstate-spark-bench",
     publish / skip := true,
     Compile / unmanagedSourceDirectories := versionFolders(baseDirectory.value / "src" / "main", benchLine),
-    scalacOptions := Seq("-deprecation", "-feature", "-release:17"),
-    libraryDependencies += "org.rocksdb" % "rocksdbjni" % rocksdbVersion,
+    scalacOptions := Seq("-deprecation", "-feature", "-release", benchLine.release.toString),
+    libraryDependencies += "org.rocksdb" % "rocksdbjni" % benchLine.rocksdb,
     run / fork := true,
     run / connectInput := false,
     run / baseDirectory := (ThisBuild / baseDirectory).value,

@@ -13,12 +13,14 @@ import sbt.Keys._
 object LineProjects extends AutoPlugin {
   override def trigger = allRequirements
 
+  /** The lines `build/sbt package`/`test`, the Makefile, the wheel and CI build and test. */
   val lines: Seq[SparkLine] = SparkLines.load(file("project/spark-lines.tsv"))
+  /** Lines under way: their projects exist (`build/sbt spark35_212/test`), nothing aggregates them. */
+  val previewLines: Seq[SparkLine] = SparkLines.load(file("project/spark-lines-preview.tsv"))
+  private val allLines = lines ++ previewLines
   def lineOf(name: String): SparkLine =
-    lines.find(_.line == name).getOrElse(sys.error(s"project/spark-lines.tsv has no Spark line $name"))
+    lines.find(_.key == name).getOrElse(sys.error(s"project/spark-lines.tsv has no Spark line $name"))
   val newestLine: SparkLine = lines.maxBy(l => SparkLines.order(l.line))
-
-  val rocksdbVersion = "9.8.4" // the rocksdbjni every supported Spark line ships
   val scalatest = "org.scalatest" %% "scalatest" % "3.2.19"
   // The Hadoop version pyspark of the newest line ships (hadoop-client-api/-runtime-3.5.0 in its jars).
   val hadoopVersion = "3.5.0"
@@ -26,7 +28,7 @@ object LineProjects extends AutoPlugin {
   lazy val dfsClasspath = taskKey[File]("Writes the mini DFS cluster's classpath (newest line's test classes) for tests/servers/dfs_cluster.py")
 
   override def extraProjects: Seq[Project] =
-    lines.flatMap(line => Seq(lineProject(line), conformanceProject(line)))
+    allLines.flatMap(line => Seq(lineProject(line), conformanceProject(line)))
 
   // Where pyspark's jars are for lines that are not on Maven Central: $SPARK_JARS_DIR, else the
   // project's .venv (made by `make venv`). Absolute, because forked test JVMs run in their
@@ -73,14 +75,48 @@ object LineProjects extends AutoPlugin {
     "-Dio.netty.tryReflectionSetAccessible=true")
 
   /**
-   * The source folders of `line` under `base` that exist: `scala`, `scala-spark-<line>`, every
+   * The source folders of `line` under `base` that exist: `scala`, `scala-<scala binary>` (what
+   * differs by Scala version: 2.12 lacks some of 2.13's library), `scala-spark-<line>`, every
    * `scala-spark-<L>+` with L at or below `line`, and every `scala-spark-<L>-` with L at or above it.
    */
-  def versionFolders(base: File, line: SparkLine): Seq[File] =
-    ((base / "scala") +: (base / s"scala-spark-${line.line}") +:
-      (lines.filter(other => line.atLeast(other.line)).map(other => base / s"scala-spark-${other.line}+") ++
-        lines.filter(other => other.atLeast(line.line)).map(other => base / s"scala-spark-${other.line}-")))
+  def versionFolders(base: File, line: SparkLine): Seq[File] = {
+    val sparkLines = allLines.map(_.line).distinct
+    ((base / "scala") +: (base / s"scala-${line.scalaBinary}") +: (base / s"scala-spark-${line.line}") +:
+      (sparkLines.filter(other => line.atLeast(other)).map(other => base / s"scala-spark-$other+") ++
+        sparkLines.filter(other => SparkLines.order(other) >= SparkLines.order(line.line)).map(other => base / s"scala-spark-$other-")))
       .filter(_.isDirectory)
+  }
+
+  /** The compiler's options for `line`: its Scala version's spelling of the same checks, its Java release. */
+  def scalacFlags(line: SparkLine): Seq[String] = {
+    // Unused imports fail the build (they hid in the per-line files); the rest of -Xlint warns.
+    val lint = if (line.scalaBinary == "2.12") Seq("-Xlint:-unused,_", "-Ywarn-unused:imports")
+      else Seq("-Xlint:-unused,_", "-Wunused:imports")
+    Seq("-deprecation", "-feature", "-unchecked") ++ lint ++ Seq("-Wconf:cat=unused-imports:e", "-release", line.release.toString)
+  }
+
+  /**
+   * What of the shared sources a line leaves out, as paths below the source folders. Spark 3.5 has
+   * no state data source, no schema provider and no `loadEmpty`: its jars carry the provider, store,
+   * engine and checkpoint, without interactive queries, the txstate data source, followers, serving
+   * and migration (their folders, and the resources that name their classes).
+   */
+  def leftOut(line: SparkLine): Seq[String] =
+    if (line.atLeast("4.0")) Nil
+    else Seq("txstate/query/", "txstate/serve/", "txstate/migrate/",
+      "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister", "txstate-serve-log4j2.properties")
+
+  // The adapter's tests of what 3.5 lacks: column families, and Spark's error classes (SparkContractTest
+  // asserts them through SparkThrowable.getCondition, which 3.5 lacks with the error factories).
+  private def testsUnderWay(line: SparkLine): Seq[String] =
+    if (line.atLeast("4.0")) Nil
+    else Seq("txstate/spark/TxStateStoreColumnFamiliesTest.scala", "txstate/spark/SparkContractTest.scala",
+      "txstate/spark/TxStateStoreScanTest.scala", // range scans (4.x), with prefix scans in one file
+      // What the migrate and query tests (left out with their code) share: Spark 4's metadata writers.
+      "txstate/spark/CheckpointFixture.scala")
+
+  private def without(files: Seq[File], line: SparkLine): Seq[File] =
+    files.filterNot(f => leftOut(line).exists(path => f.getAbsolutePath.replace('\\', '/').contains("/" + path)))
 
   /** Spark itself, for compiling (Provided) and for the tests of `line`. */
   def sparkSettings(line: SparkLine, config: Configuration): Seq[Setting[_]] = line.compile match {
@@ -93,10 +129,9 @@ object LineProjects extends AutoPlugin {
     scalaVersion := line.scala,
     // Coursier would let a Spark dependency pull a newer scala-library than that Spark ships (4.1.3's
     // jackson-module-scala asks for 2.13.18); code compiled against it could fail on the cluster.
-    dependencyOverrides += "org.scala-lang" % "scala-library" % line.scala,
-    // Unused imports fail the build (they hid in the per-line files); the rest of -Xlint warns.
-    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_", "-Wunused:imports",
-      "-Wconf:cat=unused-imports:e", "-release:17"),
+    dependencyOverrides ++= Seq("scala-library", "scala-reflect").map(m => "org.scala-lang" % m % line.scala),
+    scalacOptions ++= scalacFlags(line),
+    javacOptions ++= Seq("--release", line.release.toString),
     Test / fork := true,
     Test / parallelExecution := false,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
@@ -105,16 +140,20 @@ object LineProjects extends AutoPlugin {
   private def repoDir = Def.setting((ThisBuild / baseDirectory).value)
 
   def lineProject(line: SparkLine): Project = {
-    val project = Project(line.id, file("target") / "lines" / line.line)
+    val project = Project(line.id, file("target") / "lines" / line.folder)
       .settings(lineSettings(line))
       .settings(sparkSettings(line, Provided))
       .settings(
-        name := s"txstate-spark-${line.line}",
+        name := s"txstate-spark-${line.key}",
         Compile / unmanagedSourceDirectories := versionFolders(repoDir.value / "jvm/src/main", line),
         Compile / unmanagedResourceDirectories := Seq(repoDir.value / "jvm/src/main/resources"),
         Test / unmanagedSourceDirectories := versionFolders(repoDir.value / "jvm/src/test", line),
         Test / unmanagedResourceDirectories := Seq(repoDir.value / "jvm/src/test/resources"),
-        libraryDependencies ++= Seq("org.rocksdb" % "rocksdbjni" % rocksdbVersion % Provided, scalatest % Test),
+        Compile / unmanagedSources := without((Compile / unmanagedSources).value, line),
+        Compile / unmanagedResources := without((Compile / unmanagedResources).value, line),
+        Test / unmanagedSources := without((Test / unmanagedSources).value, line)
+          .filterNot(f => testsUnderWay(line).exists(path => f.getAbsolutePath.replace('\\', '/').contains("/" + path))),
+        libraryDependencies ++= Seq("org.rocksdb" % "rocksdbjni" % line.rocksdb % Provided, scalatest % Test),
         // The jar holds our classes only, named for its Spark line and Scala version.
         Compile / packageBin / artifactPath := repoDir.value / "target" / line.jarName(version.value),
         Test / javaOptions ++= "-Xmx2g" +: sparkJvmFlags,
@@ -161,12 +200,12 @@ object LineProjects extends AutoPlugin {
   // Central, the newest that is runs intransitively against the line's own Spark; the tests of it
   // that cannot link are excluded by name (ConformanceExclusions, per line).
   def conformanceProject(line: SparkLine): Project =
-    Project(line.conformanceId, file("target") / "conformance" / line.line)
+    Project(line.conformanceId, file("target") / "conformance" / line.folder)
       .dependsOn(LocalProject(line.id))
       .settings(lineSettings(line))
       .settings(sparkSettings(line, Test))
       .settings(
-        name := s"txstate-spark-conformance-${line.line}",
+        name := s"txstate-spark-conformance-${line.key}",
         publish / skip := true,
         Compile / sources := Nil,
         Test / unmanagedSourceDirectories := versionFolders(repoDir.value / "jvm/src/conformance", line),
@@ -175,7 +214,7 @@ object LineProjects extends AutoPlugin {
           val testsJar = ("org.apache.spark" %% artifact % line.tests % Test).classifier("tests")
           if (line.testsFromOtherRelease) testsJar.intransitive() else testsJar
         },
-        libraryDependencies ++= Seq("org.rocksdb" % "rocksdbjni" % rocksdbVersion % Test, scalatest % Test),
+        libraryDependencies ++= Seq("org.rocksdb" % "rocksdbjni" % line.rocksdb % Test, scalatest % Test),
         // As Spark's own build runs these tests (without spark.testing two HDFS-suite tests fail on 4.2.0 itself).
         Test / javaOptions ++= Seq("-Xmx3g", "-Dspark.testing=1") ++ sparkJvmFlags,
         Test / envVars += "SPARK_TESTING" -> "1"

@@ -1,14 +1,16 @@
 """Locating the txstate-spark plugin jar for the Spark that will run it.
 
-There is one jar per Spark line (``txstate-spark-<line>_2.13-<version>.jar``): Spark's provider
-interface differs between lines, and a jar built for another line fails at run time. The wheel
-bundles every line's jar; the line comes from the caller, ``$SPARK_HOME`` or the installed pyspark.
+There is one jar per Spark line and Scala version (``txstate-spark-<line>_<scala>-<version>.jar``):
+Spark's provider interface differs between lines, and a jar built for another line or Scala version
+fails at run time. The wheel bundles every jar; the line comes from the caller, ``$SPARK_HOME`` or
+the installed pyspark, and so does the Scala version where a line has jars for two (Spark 3.5:
+2.12, what pyspark ships, and 2.13).
 """
 
 import os
 import re
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 from txstate_spark._version import __version__
 from txstate_spark.constants import JAR_ENV_VAR
@@ -16,24 +18,34 @@ from txstate_spark.errors import TxStateJarNotFoundError, TxStateUnsupportedSpar
 from txstate_spark.spark_line import SparkVersion, detect_spark
 
 _BUNDLED_JARS_DIR = Path(__file__).resolve().parent / "jars"
-_JAR_NAME = re.compile(r"^txstate-spark-(\d+\.\d+)_2\.13-(.+)\.jar$")
+_JAR_NAME = re.compile(r"^txstate-spark-(\d+\.\d+)_(2\.1[23])-(.+)\.jar$")
 
 
-def jar_file_name(line: str) -> str:
+def jar_file_name(line: str, scala: str = "2.13") -> str:
     """The file name of the jar for a Spark line, e.g. ``txstate-spark-4.1_2.13-0.2.0.jar``."""
-    return f"txstate-spark-{line}_2.13-{__version__}.jar"
+    return f"txstate-spark-{line}_{scala}-{__version__}.jar"
 
 
-def bundled_jars() -> Dict[str, Path]:
-    """The jars inside this installed package, by Spark line (empty in a source checkout)."""
+def _bundled() -> Dict[Tuple[str, str], Path]:
+    """The jars inside this installed package by (Spark line, Scala version)."""
     if not _BUNDLED_JARS_DIR.is_dir():
         return {}
     found = {}
     for jar in _BUNDLED_JARS_DIR.iterdir():
         match = _JAR_NAME.match(jar.name)
-        if match and match.group(2) == __version__:
-            found[match.group(1)] = jar
-    return dict(sorted(found.items(), key=lambda item: tuple(int(p) for p in item[0].split("."))))
+        if match and match.group(3) == __version__:
+            found[(match.group(1), match.group(2))] = jar
+    return found
+
+
+def bundled_jars() -> Dict[str, Path]:
+    """The jars inside this installed package (empty in a source checkout), oldest line first, by
+    Spark line, or ``<line>_<scala>`` for a line with jars for two Scala versions (``3.5_2.12``)."""
+    found = _bundled()
+    lines = [line for line, _ in found]
+    named = {(line if lines.count(line) == 1 else f"{line}_{scala}"): jar for (line, scala), jar in found.items()}
+    return dict(sorted(named.items(), key=lambda item: (tuple(int(p) for p in item[0].split("_")[0].split(".")),
+                                                         item[0])))
 
 
 def supported_lines() -> "list[str]":
@@ -41,12 +53,14 @@ def supported_lines() -> "list[str]":
     return list(bundled_jars())
 
 
-def jar_path(spark: Optional[str] = None) -> str:
+def jar_path(spark: Optional[str] = None, scala: Optional[str] = None) -> str:
     """Return the absolute path of the txstate-spark jar for the Spark that will run it.
 
     Args:
         spark: the Spark line or version to pick the jar for (``"4.1"``, ``"4.1.3"``). By default
             the Spark ``$SPARK_HOME`` points to, else the installed pyspark.
+        scala: the Scala version (``"2.12"``, ``"2.13"``) where a line has jars for both. By default
+            that Spark's (from its ``spark-core_<scala>`` jar).
 
     ``$TXSTATE_SPARK_JAR`` wins when it is set (and must then name an existing file, built for that
     Spark line if its name says one); otherwise the matching jar bundled in this package is used.
@@ -73,14 +87,30 @@ def jar_path(spark: Optional[str] = None) -> str:
             f"Name the Spark line: jar_path(spark=\"4.1\") or --spark 4.1 (this wheel has jars for "
             f"Spark {', '.join(bundled)})."
         )
-    jar = bundled.get(wanted.line)
-    if jar is None:
+    candidates: List[Tuple[str, Path]] = sorted(
+        (scala, jar) for (line, scala), jar in _bundled().items() if line == wanted.line)
+    if not candidates:
         raise TxStateUnsupportedSparkError(
             f"txstate-spark {__version__} has no jar for Spark {wanted.version} ({wanted.source}): it "
             f"supports Spark {', '.join(bundled)}. Run it on one of those, or pick one explicitly "
             "with --spark / jar_path(spark=...)."
         )
-    return str(jar)
+    scala = scala or wanted.scala
+    if scala is not None:
+        jar = dict(candidates).get(scala)
+        if jar is None:
+            raise TxStateUnsupportedSparkError(
+                f"txstate-spark {__version__} has no jar for Spark {wanted.line} on Scala {scala} "
+                f"({wanted.source}): it has Scala {', '.join(s for s, _ in candidates)} for that line."
+            )
+        return str(jar)
+    if len(candidates) > 1:
+        raise TxStateUnsupportedSparkError(
+            f"Cannot tell which Scala version Spark {wanted.version} ({wanted.source}) is built for, and "
+            f"txstate-spark has jars for Scala {', '.join(s for s, _ in candidates)} of it: name it, "
+            "jar_path(scala=\"2.12\")."
+        )
+    return str(candidates[0][1])
 
 
 def _jar_from_env(value: str, wanted: Optional[SparkVersion]) -> str:
@@ -92,6 +122,13 @@ def _jar_from_env(value: str, wanted: Optional[SparkVersion]) -> str:
             "bundled in the txstate-spark wheel."
         )
     match = _JAR_NAME.match(path.name)
+    if match and wanted is not None and wanted.scala is not None and match.group(1) == wanted.line \
+            and match.group(2) != wanted.scala:
+        raise TxStateUnsupportedSparkError(
+            f"${JAR_ENV_VAR}={value} is built for Scala {match.group(2)}, but Spark {wanted.version} "
+            f"({wanted.source}) runs on Scala {wanted.scala}. Point ${JAR_ENV_VAR} at "
+            f"{jar_file_name(wanted.line, wanted.scala)}, or unset it to use the bundled jar."
+        )
     if match and wanted is not None and match.group(1) != wanted.line:
         raise TxStateUnsupportedSparkError(
             f"${JAR_ENV_VAR}={value} is built for Spark {match.group(1)}, but Spark {wanted.version} "

@@ -7,14 +7,17 @@ import org.apache.spark.io.{LZ4CompressionCodec, LZFCompressionCodec, SnappyComp
  * name -> one-line reason. Everything else in the suite must pass; a failure is our bug until
  * proven otherwise, and is fixed, not listed here.
  *
- * A `testWithAllCodec` test is listed by its base name: it stands for the 16 tests Spark registers
- * for it ("<name> - with codec <codec> - with colFamiliesEnabled=<true|false>").
+ * A `testWithAllCodec` test is listed by its base name: it stands for the tests Spark registers
+ * for it ("<name> - with codec <codec> - with colFamiliesEnabled=<true|false>" on 4.x, 16 of them;
+ * "<name> - with codec <codec>" on 3.5).
  *
  * What only one Spark line excludes (tests its tests jar cannot run there) is in that line's
  * `LineExclusions`, in jvm/src/conformance/scala-spark-<line>.
  */
 object ConformanceExclusions {
-  val byName: Map[String, String] = LineExclusions.byName ++ Map(
+  val byName: Map[String, String] = LineExclusions.byName ++ shared.filter { case (name, _) => !LineExclusions.absent(name) }
+
+  private def shared: Map[String, String] = Map(
     // Assert another provider's internals. Our own tests at the end of TxStateStoreConformanceSuite
     // check the rest of what each of them asserts.
     "SPARK-38320 - state store iterator behavior differences" ->
@@ -40,7 +43,8 @@ object ConformanceExclusions {
     val codecClasses = Seq(classOf[LZ4CompressionCodec], classOf[LZFCompressionCodec], classOf[SnappyCompressionCodec],
       classOf[ZStdCompressionCodec]).map(_.getName)
     val codecs = codecShortNames ++ codecClasses
-    byName.keys.toSeq.flatMap(base =>
-      base +: (for (cf <- Seq(true, false); codec <- codecs) yield s"$base - with codec $codec - with colFamiliesEnabled=$cf"))
+    // 4.x names each variant by codec and column families; 3.5 (no column families) by codec alone.
+    byName.keys.toSeq.flatMap(base => base +: codecs.flatMap(codec => s"$base - with codec $codec" +:
+      Seq(true, false).map(cf => s"$base - with codec $codec - with colFamiliesEnabled=$cf")))
   }
 }

@@ -20,11 +20,6 @@ trait StoreApiOfOtherLines extends StoreApiAddedIn42 with StoreApiAddedIn43 {
  * them; on 4.0 a write store opened by the task that holds a read store takes it over instead
  * (TxStateStoreProvider.open).
  */
-trait ProviderApiOfOtherLines {
+trait ProviderApiOfOtherLines extends ProviderApiAddedIn42 {
   def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String]): StateStore
-  def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean, loadEmpty: Boolean): StateStore
-  def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
-      forceSnapshotOnCommit: Boolean): StateStore
-  def doSnapshotMaintenance(): Unit
-  def doCleanupMaintenance(): Unit
 }

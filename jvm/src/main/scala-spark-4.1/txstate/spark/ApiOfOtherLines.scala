@@ -1,7 +1,5 @@
 package txstate.spark
 
-import org.apache.spark.sql.execution.streaming.state._
-
 /** StateStore members of Spark 4.2 and 4.3 that 4.1 lacks (docs/ARCHITECTURE.md, "Spark lines"). */
 trait StoreApiOfOtherLines extends StoreApiAddedIn42 with StoreApiAddedIn43
 
@@ -9,10 +7,4 @@ trait StoreApiOfOtherLines extends StoreApiAddedIn42 with StoreApiAddedIn43
  * StateStoreProvider members of Spark 4.0, 4.2 and 4.3 that 4.1 lacks, declared here so the shared
  * TxStateStoreProvider implements them with `override` on every line. Spark 4.1 never calls them.
  */
-trait ProviderApiOfOtherLines {
-  def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean, loadEmpty: Boolean): StateStore
-  def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
-      forceSnapshotOnCommit: Boolean): StateStore
-  def doSnapshotMaintenance(): Unit
-  def doCleanupMaintenance(): Unit
-}
+trait ProviderApiOfOtherLines extends ProviderApiAddedIn42

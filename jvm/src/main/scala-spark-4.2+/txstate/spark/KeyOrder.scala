@@ -1,12 +1,13 @@
 package txstate.spark
 
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, RocksDBKeyStateEncoder}
+import txstate.compat.StateApi
+import txstate.compat.StateApi.KeyStateEncoderSpec
 
 /** Which families allow range scans and range deletes: from Spark 4.2 its key encoders say. */
 private[spark] object KeyOrder {
-  def supportsRangeScan(encoder: RocksDBKeyStateEncoder, spec: KeyStateEncoderSpec): Boolean =
+  def supportsRangeScan(encoder: StateApi.KeyEncoder, spec: KeyStateEncoderSpec): Boolean =
     encoder.supportsRangeScan
 
-  def supportsDeleteRange(encoder: RocksDBKeyStateEncoder, spec: KeyStateEncoderSpec): Boolean =
+  def supportsDeleteRange(encoder: StateApi.KeyEncoder, spec: KeyStateEncoderSpec): Boolean =
     encoder.supportsDeleteRange
 }

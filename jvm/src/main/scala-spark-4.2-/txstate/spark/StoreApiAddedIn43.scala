@@ -1,7 +1,8 @@
 package txstate.spark
 
-import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
+
+import txstate.compat.StateApi.KeyStateEncoderSpec
 
 /**
  * The StateStore member Spark 4.3 added, declared for 4.2 and older, which lack it, so the shared

@@ -1,10 +1,12 @@
 package txstate.checkpoint
 
 import java.io.{File, FileOutputStream, InputStream, OutputStream}
-import java.util.zip.CRC32C
+
+import scala.util.Try
 
 import org.apache.hadoop.fs.{FileStatus, Path, PathFilter}
 
+import txstate.compat.JavaLibrary
 import txstate.engine.ChangeRecord
 
 /** A changelog or snapshot manifest found in the checkpoint: its version, id (if named) and path. */
@@ -139,7 +141,7 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
           case -1 => (stem, None)
           case i => (stem.substring(0, i), Some(stem.substring(i + 1)))
         }
-        versionText.toLongOption.map(v => CheckpointEntry(v, id, status.getPath, status.getModificationTime))
+        Try(versionText.toLong).toOption.map(v => CheckpointEntry(v, id, status.getPath, status.getModificationTime))
       }
     }
   }
@@ -148,7 +150,7 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
 private[checkpoint] object CheckpointReader {
   /** Copies `in` to `out`; returns the bytes copied and their CRC32C. */
   def copyCounting(in: InputStream, out: OutputStream): (Long, Long) = {
-    val crc = new CRC32C
+    val crc = JavaLibrary.newCrc32c()
     val buffer = new Array[Byte](1 << 16)
     var size = 0L
     var n = in.read(buffer)

@@ -1,13 +1,13 @@
 package txstate.checkpoint
 
 import java.io.{BufferedOutputStream, ByteArrayInputStream, DataInputStream, DataOutputStream}
-import java.util.zip.{CRC32C, CheckedOutputStream}
+import java.util.zip.CheckedOutputStream
 
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.{Path, PositionedReadable}
 
-import txstate.compat.CheckpointFileManager
+import txstate.compat.{CheckpointFileManager, JavaLibrary}
 
 /**
  * The frame every txstate checkpoint file shares: four magic bytes, a format version, the body,
@@ -27,7 +27,7 @@ private[checkpoint] object FramedFile {
       (body: DataOutputStream => Unit): Long = {
     val target = files.createAtomic(path, true)
     try {
-      val crc = new CRC32C
+      val crc = JavaLibrary.newCrc32c()
       val raw = new BufferedOutputStream(target, 1 << 16)
       val out = new DataOutputStream(new CheckedOutputStream(raw, crc))
       out.write(magic)
@@ -54,7 +54,7 @@ private[checkpoint] object FramedFile {
   def readAll(files: CheckpointReads, path: Path)(missing: java.io.FileNotFoundException => Throwable): Array[Byte] =
     try {
       val in = files.open(path)
-      try in.readAllBytes() finally in.close()
+      try JavaLibrary.readAllBytes(in) finally in.close()
     } catch {
       case e: java.io.FileNotFoundException => throw missing(e)
     }
@@ -90,7 +90,7 @@ private[checkpoint] object FramedFile {
       throw corrupt(s"it is ${bytes.length} bytes long, too short to be a $kind")
     }
     if (!startsWithMagic(bytes, magic)) throw corrupt(s"it does not start with the txstate $kind magic bytes")
-    val crc = new CRC32C
+    val crc = JavaLibrary.newCrc32c()
     crc.update(bytes, 0, bytes.length - checksumBytes)
     val stored = java.nio.ByteBuffer.wrap(bytes, bytes.length - checksumBytes, checksumBytes).getInt
     if (stored != crc.getValue.toInt) throw corrupt("its CRC32C checksum does not match its content")
@@ -116,5 +116,5 @@ private[checkpoint] object FramedFile {
     else throw corrupt(s"it has $kind format $found; this build reads format ${NewerFormatException.list(readable)}")
 
   private def startsWithMagic(bytes: Array[Byte], magic: Array[Byte]): Boolean =
-    java.util.Arrays.equals(bytes, 0, magic.length, magic, 0, magic.length)
+    bytes.length >= magic.length && java.util.Arrays.equals(java.util.Arrays.copyOf(bytes, magic.length), magic)
 }

@@ -1,5 +1,7 @@
 package txstate.checkpoint
 
+import scala.util.Try
+
 /**
  * The names of snapshot manifests. txstate writes `<version>_<checkpointId>.snapshot`. Spark's HDFS
  * provider, listing its store directory, takes the part before `.snapshot` of every such name as a
@@ -22,7 +24,7 @@ object SnapshotNames {
     Some(fileName).filter(_.endsWith(writtenSuffix)).map(_.stripSuffix(writtenSuffix)).flatMap { stem =>
       stem.indexOf('_') match {
         case -1 => None
-        case i => stem.substring(0, i).toLongOption.map(v => besideHdfs(v, stem.substring(i + 1)))
+        case i => Try(stem.substring(0, i).toLong).toOption.map(v => besideHdfs(v, stem.substring(i + 1)))
       }
     }
 }

@@ -2,11 +2,13 @@ package txstate.engine
 
 import java.util.{Arrays, Comparator}
 
+import txstate.compat.JavaLibrary
+
 /** Byte-string keys in RocksDB's default order: unsigned lexicographic. */
 object ByteKeys {
-  val ordering: Comparator[Array[Byte]] = (a: Array[Byte], b: Array[Byte]) => Arrays.compareUnsigned(a, b)
+  val ordering: Comparator[Array[Byte]] = (a: Array[Byte], b: Array[Byte]) => JavaLibrary.compareUnsigned(a, b)
 
-  def compare(a: Array[Byte], b: Array[Byte]): Int = Arrays.compareUnsigned(a, b)
+  def compare(a: Array[Byte], b: Array[Byte]): Int = JavaLibrary.compareUnsigned(a, b)
 
   /** The smallest key greater than every key starting with `prefix`; None when the prefix is all 0xFF. */
   def prefixUpperBound(prefix: Array[Byte]): Option[Array[Byte]] = {

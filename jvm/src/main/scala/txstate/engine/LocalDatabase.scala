@@ -3,10 +3,10 @@ package txstate.engine
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.jdk.CollectionConverters._
-import scala.util.Using
-
 import org.rocksdb._
+
+import txstate.compat.ScalaLibrary.CollectionConverters._
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * One open RocksDB directory and its column families:
@@ -145,7 +145,7 @@ private[engine] final class LocalDatabase private (
 
   /** Flushes every family's memtables to files (atomically, as every flush here) and waits for it. */
   def flushMemtables(): Unit = Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
-    db.flush(fo, java.util.List.of(data, stamped, byTime, commit))
+    db.flush(fo, java.util.Arrays.asList(data, stamped, byTime, commit))
   }
 
   /**

@@ -2,7 +2,7 @@ package txstate.engine
 
 import java.util.Properties
 
-import scala.util.Using
+import txstate.compat.ScalaLibrary.Using
 
 /** The txstate-spark release this build is: recorded in every commit point it writes. */
 object Release {

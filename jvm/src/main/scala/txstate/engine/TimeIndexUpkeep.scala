@@ -1,8 +1,8 @@
 package txstate.engine
 
-import scala.util.Using
-
 import org.rocksdb.{WriteBatch, WriteOptions}
+
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * The upkeep of one engine's TTL index (the `by_time` family, [[TimeIndex]]; docs/ARCHITECTURE.md,

@@ -4,9 +4,9 @@ import java.io.File
 import java.nio.file.{Files, Path}
 import java.util.Comparator
 
-import scala.util.Using
-
 import org.rocksdb.{Checkpoint, FlushOptions, RocksDBException, WriteBatch}
+
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * The transactional RocksDB engine of one store instance (KIP-892 in bytes, no Spark types).
@@ -242,7 +242,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     inFlightVersion.foreach(v => throw EngineErrors.snapshotWhileInFlight(dir, v))
     writing {
       Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
-        database.db.flush(fo, java.util.List.of(database.data, database.stamped, database.byTime, database.commit))
+        database.db.flush(fo, java.util.Arrays.asList(database.data, database.stamped, database.byTime, database.commit))
       }
       Using.resource(Checkpoint.create(database.db))(_.createCheckpoint(target.getAbsolutePath))
     }

@@ -2,9 +2,9 @@ package txstate.engine
 
 import java.io.File
 
-import scala.util.Using
-
 import org.rocksdb.{ColumnFamilyHandle, Snapshot, WriteBatch, WriteOptions}
+
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * The RocksDB snapshots an engine keeps to undo its own writes, and the undoing
@@ -107,7 +107,9 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
    */
   def rollBackLastCommit(last: CommitPoint => WriteBatch => Unit): CommitPoint = kept match {
     case Kept.LastCommit(database, undo) =>
-      val (known, unknown) = undo.touched.points.partitionMap(k => undo.priors.get(k).map(k -> _).toLeft(k))
+      val looked = undo.touched.points.map(k => k -> undo.priors.get(k))
+      val known = looked.collect { case (k, Some(row)) => k -> row }
+      val unknown = looked.collect { case (k, None) => k }
       keysReadBack = unknown.size
       val keys = unknown.iterator.map(Left(_)) ++ undo.touched.ranges.iterator.map(Right(_))
       cache.forgetTouched(undo.touched)
@@ -153,7 +155,8 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
       known.foreach { case (key, row) => families.foreach { case (f, name) => writer.raw(f, key, row.bytesIn(name)) } }
       // In groups, so undoing early commits of any size streams their keys (read back from segments).
       keys.grouped(restoreGroup).foreach { group =>
-        val (points, ranges) = group.partitionMap(identity)
+        val points = group.collect { case Left(key) => key }
+        val ranges = group.collect { case Right(range) => range }
         families.foreach { case (f, _) =>
           points.zip(database.rawGetAll(f, snapshot, points)).foreach { case (key, value) => writer.raw(f, key, value) }
         }

@@ -3,12 +3,13 @@ package txstate.spark
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.ConcurrentHashMap
 
-import scala.util.Using
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.json4s.{JInt, JLong}
 import org.json4s.jackson.JsonMethods
+
+import txstate.compat.JavaLibrary
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * A micro-batch's timestamp as Spark recorded it in the query's offset log (`offsets/<batch>`,
@@ -37,7 +38,7 @@ private[spark] object BatchTimes {
 
   private def read(file: Path, hadoopConf: Configuration): Long = {
     val text =
-      try Using.resource(file.getFileSystem(hadoopConf).open(file))(in => new String(in.readAllBytes(), UTF_8))
+      try Using.resource(file.getFileSystem(hadoopConf).open(file))(in => new String(JavaLibrary.readAllBytes(in), UTF_8))
       catch { case e: java.io.IOException => throw TxStateErrors.batchTimeUnreadable(file, e.toString, e) }
     val metadata = text.split("\n", 3).lift(1).getOrElse("")
     val parsed = try Some(JsonMethods.parse(metadata) \ "batchTimestampMs") catch { case _: Exception => None }

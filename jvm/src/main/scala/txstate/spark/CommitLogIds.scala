@@ -1,5 +1,7 @@
 package txstate.spark
 
+import scala.util.Try
+
 import org.json4s.{JArray, JObject, JString}
 import org.json4s.jackson.JsonMethods
 
@@ -22,7 +24,7 @@ object CommitLogIds {
     if (json.trim.isEmpty) CommitLogIds(Map.empty)
     else JsonMethods.parse(json) \ "stateUniqueIds" match {
       case JObject(operators) => CommitLogIds(operators.flatMap { case (op, partitions) =>
-        op.toLongOption.map(_ -> (partitions match {
+        Try(op.toLong).toOption.map(_ -> (partitions match {
           case JArray(ps) => ps.toIndexedSeq.map {
             case JArray(ids) => ids.toIndexedSeq.collect { case JString(id) => id }
             case _ => IndexedSeq.empty

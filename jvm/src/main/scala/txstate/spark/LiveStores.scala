@@ -3,10 +3,10 @@ package txstate.spark
 import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 
-import scala.jdk.CollectionConverters._
-
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
+
+import txstate.compat.ScalaLibrary.CollectionConverters._
 
 /**
  * The txstate providers loaded in this JVM, by store instance and query run: what interactive

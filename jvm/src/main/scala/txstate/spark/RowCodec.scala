@@ -3,9 +3,11 @@ package txstate.spark
 import java.nio.ByteBuffer
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, RocksDBKeyStateEncoder, UnsafeRowDataEncoder}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
+
+import txstate.compat.StateApi
+import txstate.compat.StateApi.{KeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec}
 
 /**
  * UnsafeRow <-> bytes for one column family.
@@ -21,8 +23,7 @@ final class RowCodec(
     val spec: KeyStateEncoderSpec,
     val multiValued: Boolean) {
 
-  private val keyEncoder: RocksDBKeyStateEncoder =
-    spec.toEncoder(new UnsafeRowDataEncoder(spec, valueSchema), false)
+  private val keyEncoder: StateApi.KeyEncoder = StateApi.keyEncoder(spec, valueSchema)
   private val valueFields = valueSchema.length
 
   def supportsPrefixScan: Boolean = keyEncoder.supportPrefixKeyScan

@@ -2,12 +2,15 @@ package txstate.spark
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.Using
+import scala.util.Try
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.json4s.{JArray, JInt, JObject, JString, JValue}
 import org.json4s.jackson.JsonMethods
 import org.slf4j.LoggerFactory
+
+import txstate.compat.JavaLibrary
+import txstate.compat.ScalaLibrary.Using
 
 /** One store of an operator as Spark's operator metadata lists it. */
 final case class SparkStoreInfo(name: String, numColsPrefixKey: Int, numPartitions: Int)
@@ -30,10 +33,11 @@ object SparkOperatorMetadata {
     val v1 = new Path(operatorDir, "_metadata/metadata")
     val v2Dir = new Path(operatorDir, "_metadata/v2")
     val v2 = if (!fs.exists(v2Dir)) None
-      else fs.listStatus(v2Dir).toSeq.flatMap(s => s.getPath.getName.toLongOption.map(_ -> s.getPath)).maxByOption(_._1)
+      else fs.listStatus(v2Dir).toSeq.flatMap(s => Try(s.getPath.getName.toLong).toOption.map(_ -> s.getPath))
+        .sortBy(_._1).lastOption
         .map(_._2)
     v2.map(_ -> 2).orElse(Some(v1 -> 1).filter(f => fs.exists(f._1))).fold(none) { case (f, version) =>
-      val text = Using.resource(fs.open(f))(in => new String(in.readAllBytes(), UTF_8))
+      val text = Using.resource(fs.open(f))(in => new String(JavaLibrary.readAllBytes(in), UTF_8))
       // Line 1 is the format version ("v1", "v2"); the rest is one JSON object.
       val json = text.linesIterator.drop(1).mkString("\n")
       try parse(JsonMethods.parse(json), version)

@@ -1,5 +1,7 @@
 package txstate.spark
 
+import scala.util.Try
+
 /**
  * The state TTL settings: `ttl` for every stateful operator of the query, `ttl.operator.<id>` for
  * one (the operator id is the number under the checkpoint's `state/` folder; `off` exempts it).
@@ -36,5 +38,5 @@ object StateTtl {
   /** Some(Some(id)) for `ttl.operator.<id>`, Some(None) for a malformed id, None for other keys. */
   private def operatorKey(key: String): Option[Option[Long]] =
     if (!key.startsWith(operatorKeyPrefix)) None
-    else Some(Some(key.stripPrefix(operatorKeyPrefix)).filter(operatorId.matches).flatMap(_.toLongOption))
+    else Some(Some(key.stripPrefix(operatorKeyPrefix)).filter(id => operatorId.pattern.matcher(id).matches).flatMap(id => Try(id.toLong).toOption))
 }

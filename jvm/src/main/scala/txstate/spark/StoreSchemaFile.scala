@@ -2,14 +2,16 @@ package txstate.spark
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.Using
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.json4s.{JBool, JInt, JObject}
 import org.json4s.jackson.JsonMethods
+
+import txstate.compat.JavaLibrary
+import txstate.compat.StateApi.KeyStateEncoderSpec
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * How a store's rows are encoded, written next to its checkpoint by the providers that write it,
@@ -84,6 +86,6 @@ object StoreSchemaFile {
   private def read(file: Path, hadoopConf: Configuration): Option[String] = {
     val fs = file.getFileSystem(hadoopConf)
     if (!fs.exists(file)) None
-    else Some(Using.resource(fs.open(file))(in => new String(in.readAllBytes(), UTF_8)))
+    else Some(Using.resource(fs.open(file))(in => new String(JavaLibrary.readAllBytes(in), UTF_8)))
   }
 }

@@ -2,6 +2,7 @@ package txstate.spark
 
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 
+import txstate.compat.StateApi
 import txstate.engine.EngineOptions
 import txstate.store.{StoreOptions, UncommittedLimits}
 
@@ -56,7 +57,7 @@ object TxStateConf {
           blockCacheBytes = amount(ours, "blockCacheSizeMB"),
           writeBufferBytes = amount(ours, "writeBufferSizeMB"),
           maxWriteBuffers = amount(ours, "maxWriteBufferNumber").toInt),
-        idsInFileNames = conf.enableStateStoreCheckpointIds,
+        idsInFileNames = StateApi.checkpointIdsEnabled(conf),
         snapshotInterval = SettingSpec("snapshotInterval").in(ours).fold(math.max(conf.minDeltasForSnapshot, 1))(_.toInt),
         limits = UncommittedLimits(
           maxRecords = SettingSpec("maxUncommittedRecords").in(ours),

@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
+import txstate.compat.StateApi.{KeyStateEncoderSpec, StateStoreCheckpointInfo, StateStoreIterator}
 import txstate.engine.{KeyRange, KeyValueIterator}
 import txstate.store.{LoadPath, StoreBatch}
 
@@ -47,7 +48,7 @@ private[spark] final class TxStateStore(
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
     val (familyId, codec) = family(colFamilyName, "get")
     tx.get(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))) match {
-      case Some(bytes) if codec.multiValued => codec.decodeValues(bytes).nextOption().orNull
+      case Some(bytes) if codec.multiValued => firstOrNull(codec.decodeValues(bytes))
       case Some(bytes) => codec.decodeValue(bytes)
       case None => null
     }
@@ -57,7 +58,7 @@ private[spark] final class TxStateStore(
   override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
     val (familyId, codec) = family(colFamilyName, "multiGet")
     tx.getAll(keys.toSeq.map(k => ColumnFamilies.withPrefix(familyId, codec.encodeKey(k)))).iterator.map {
-      case Some(bytes) if codec.multiValued => codec.decodeValues(bytes).nextOption().orNull
+      case Some(bytes) if codec.multiValued => firstOrNull(codec.decodeValues(bytes))
       case Some(bytes) => codec.decodeValue(bytes)
       case None => null
     }
@@ -70,7 +71,7 @@ private[spark] final class TxStateStore(
 
   override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] = {
     val (familyId, codec) = family(colFamilyName, "valuesIterator")
-    tx.get(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))).fold(Iterator.empty[UnsafeRow])(codec.decodeStored)
+    tx.get(ColumnFamilies.withPrefix(familyId, codec.encodeKey(key))).fold[Iterator[UnsafeRow]](Iterator.empty)(codec.decodeStored)
   }
 
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
@@ -328,6 +329,9 @@ private[spark] final class TxStateStore(
 }
 
 private[spark] object TxStateStore {
+  /** The first of a key's values, or null (Spark's "no value") when it has none. */
+  def firstOrNull(values: Iterator[UnsafeRow]): UnsafeRow = if (values.hasNext) values.next() else null
+
   /** The narrow way back from a store to the provider that opened it. */
   trait Events {
     /** The batch committed `version` (the provider reports it to Spark's coordinator). */

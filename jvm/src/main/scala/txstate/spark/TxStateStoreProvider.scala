@@ -2,6 +2,7 @@ package txstate.spark
 
 import java.util.concurrent.{Semaphore, TimeUnit}
 
+import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
@@ -12,6 +13,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
+import txstate.compat.StateApi.{KeyStateEncoderSpec, RecordType, StateSchemaProvider}
 import txstate.engine.{ChangeRecord, CommittedView, TimeToLive, WriteStamp}
 import txstate.store.{BatchClock, LoadRequest, StoreInstance}
 
@@ -100,10 +102,10 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
     val familyRange = ColumnFamilies.familyRange(ColumnFamilies.defaultId)
     instance.changesBetween(startVersion, endVersion, endVersionStateStoreCkptId).collect {
       case (v, ChangeRecord.Put(k, value)) if familyRange.contains(k) =>
-        (TxStateChangeDataReader.put, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)),
-          rowCodec.decodeStored(value).nextOption().orNull, v - 1)
+        (RecordType.PUT_RECORD, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)),
+          TxStateStore.firstOrNull(rowCodec.decodeStored(value)), v - 1)
       case (v, ChangeRecord.Delete(k)) if familyRange.contains(k) =>
-        (TxStateChangeDataReader.delete, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)), null: UnsafeRow, v - 1)
+        (RecordType.DELETE_RECORD, rowCodec.decodeKey(ColumnFamilies.stripPrefix(k)), null: UnsafeRow, v - 1)
     }
   }
 
@@ -206,7 +208,7 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
    */
   private def clockOf(request: LoadRequest): BatchClock = {
     val streamingBatch = Option(TaskContext.get()).flatMap(t => Option(t.getLocalProperty(streamingBatchIdProperty)))
-      .flatMap(_.toLongOption)
+      .flatMap(id => Try(id.toLong).toOption)
     (request, streamingBatch) match {
       case (_: LoadRequest.FromSnapshot, _) => BatchClock.untimed
       case (_, Some(batch)) =>

@@ -211,7 +211,7 @@ final class ChangelogFileTest extends AnyFunSuite with TempDirectories {
 
   /** Recomputes the frame's trailing CRC32C after a deliberate edit, so only the edit is wrong. */
   private def resealed(bytes: Array[Byte]): Array[Byte] = {
-    val crc = new java.util.zip.CRC32C
+    val crc = txstate.compat.JavaLibrary.newCrc32c()
     crc.update(bytes, 0, bytes.length - 4)
     java.nio.ByteBuffer.wrap(bytes, bytes.length - 4, 4).putInt(crc.getValue.toInt)
     bytes

@@ -2,10 +2,14 @@ package txstate.engine
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.Using
+import txstate.compat.ScalaLibrary.Using
 
 /** Small helpers shared by the engine suites: readable keys and the exact contents of a view. */
 object EngineTestKit {
+  /** Sequences of unsigned byte values compared as RocksDB's bytewise comparator orders keys. */
+  def lexicographic(a: Seq[Int], b: Seq[Int]): Int =
+    a.iterator.zip(b.iterator).map { case (x, y) => x compare y }.find(_ != 0).getOrElse(a.length compare b.length)
+
   def b(s: String): Array[Byte] = s.getBytes(UTF_8)
   def bytes(values: Int*): Array[Byte] = values.map(_.toByte).toArray
   def str(bytes: Array[Byte]): String = new String(bytes, UTF_8)

@@ -24,7 +24,7 @@ final class FormatUpgradeTest extends AnyFunSuite with TempDirectories {
   // "é" is 0xC3 0xA9 in UTF-8: after every ASCII key in RocksDB's unsigned order, before it in a signed one.
   private val plainRows: Vector[(String, String)] =
     (('a' to 'l').map(_.toString) :+ "é").map(k => k -> s"p-$k").toVector
-  private val stamp = WriteStamp(3, 1_700_000_000_000L)
+  private val stamp = WriteStamp(3, 1700000000000L)
 
   /** How the format 1 database came to be; `make` returns the commit point the upgraded engine must read. */
   private sealed trait Origin {
@@ -243,7 +243,7 @@ final class FormatUpgradeTest extends AnyFunSuite with TempDirectories {
 
     test(s"iterators over ${origin.name} half upgraded merge both families in order, each key once (random ranges)") {
       val rnd = new Random(258)
-      implicit val unsigned: Ordering[Vector[Int]] = Ordering.Implicits.seqOrdering[Vector, Int]
+      implicit val unsigned: Ordering[Vector[Int]] = Ordering.fromLessThan[Vector[Int]](lexicographic(_, _) < 0)
       def key(k: Vector[Int]): Array[Byte] = k.map(_.toByte).toArray
       def randomKey(): Vector[Int] = Vector.fill(1 + rnd.nextInt(3))(Seq(0x00, 0x41, 0x7f, 0x80, 0xc3, 0xff)(rnd.nextInt(6)))
       val keys = Vector.fill(400)(randomKey()).distinct

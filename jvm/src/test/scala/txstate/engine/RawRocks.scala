@@ -3,10 +3,10 @@ package txstate.engine
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.jdk.CollectionConverters._
-import scala.util.Using
-
 import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, ColumnFamilyOptions, DBOptions, FlushOptions, Options, RocksDB}
+
+import txstate.compat.ScalaLibrary.CollectionConverters._
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * A closed engine's directory opened with plain RocksDB, to see byte for byte what each column

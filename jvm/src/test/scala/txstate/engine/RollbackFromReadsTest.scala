@@ -1,10 +1,9 @@
 package txstate.engine
 
-import scala.util.Using
-
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * Undoing the last commit from the stored rows its batch read: keys read before they were written

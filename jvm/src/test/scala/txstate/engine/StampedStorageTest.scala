@@ -2,11 +2,10 @@ package txstate.engine
 
 import java.nio.file.Files
 
-import scala.util.Using
-
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * Storage format 2 (KIP-258): every committed row carries the write stamp of the batch that last
@@ -15,7 +14,7 @@ import txstate.TempDirectories
 final class StampedStorageTest extends AnyFunSuite with TempDirectories {
   import EngineTestKit._
 
-  private val t0 = 1_700_000_000_000L // epoch milliseconds, late 2023
+  private val t0 = 1700000000000L // epoch milliseconds, late 2023
 
   private def rowOf(engine: TxEngine, key: String): Option[(String, WriteStamp)] =
     engine.readCommittedView(1000)(_.row(b(key)).map(kv => (str(kv.value), kv.written))).get
@@ -23,7 +22,7 @@ final class StampedStorageTest extends AnyFunSuite with TempDirectories {
   test("committed rows carry the stamp of the batch that last wrote them; untouched rows keep theirs") {
     withEngine(newTempPath("db")) { engine =>
       val s0 = WriteStamp(0, t0)
-      val s1 = WriteStamp(1, t0 + 60_000)
+      val s1 = WriteStamp(1, t0 + 60000)
       commitStamped(engine, s0)(tx => Seq("a", "b", "c", "d").foreach(k => tx.put(b(k), b(s"0-$k"))))
       assert(viewRows(engine) == Vector(("a", "0-a", s0), ("b", "0-b", s0), ("c", "0-c", s0), ("d", "0-d", s0)))
 
@@ -138,8 +137,8 @@ final class StampedStorageTest extends AnyFunSuite with TempDirectories {
   test("stamped values round-trip unknown, zero and extreme stamps around any value") {
     val stamps = Seq(
       WriteStamp.unknown, WriteStamp(0, 0), WriteStamp(-1, 0), WriteStamp(0, -1), WriteStamp(1, 1),
-      WriteStamp(127, 127), WriteStamp(128, 128), WriteStamp(16_383, t0), WriteStamp(16_384, t0),
-      WriteStamp(Int.MaxValue.toLong + 1, 4_102_444_800_000L), // year 2100
+      WriteStamp(127, 127), WriteStamp(128, 128), WriteStamp(16383, t0), WriteStamp(16384, t0),
+      WriteStamp(Int.MaxValue.toLong + 1, 4102444800000L), // year 2100
       WriteStamp(Long.MaxValue - 1, Long.MaxValue - 1), WriteStamp(Long.MaxValue, Long.MaxValue),
       WriteStamp(Long.MinValue, Long.MinValue), WriteStamp(-2, -2))
     val values = Seq(Array.emptyByteArray, Array[Byte](0), Array[Byte](-1, -128, 127), Array.tabulate[Byte](300)(_.toByte))
@@ -152,7 +151,7 @@ final class StampedStorageTest extends AnyFunSuite with TempDirectories {
     }
     // What the format promises about size: unknown costs 2 bytes, today's stamps of early batches about 8.
     assert(StampedValues.encode(WriteStamp.unknown, Array.emptyByteArray).length == 2)
-    assert(StampedValues.encode(WriteStamp(16_382, t0), Array.emptyByteArray).length == 8)
+    assert(StampedValues.encode(WriteStamp(16382, t0), Array.emptyByteArray).length == 8)
     assert(StampedValues.encode(WriteStamp(Long.MaxValue, Long.MaxValue), Array.emptyByteArray).length == 20)
   }
 

@@ -14,7 +14,7 @@ import txstate.TempDirectories
 final class StorageFormatErrorsTest extends AnyFunSuite with TempDirectories {
   import EngineTestKit._
 
-  private val stamp = WriteStamp(0, 1_700_000_000_000L)
+  private val stamp = WriteStamp(0, 1700000000000L)
 
   /** A database at version 1 holding one stamped row, closed. */
   private def database(): (File, CommitPoint) = {

@@ -98,7 +98,7 @@ final class TimeToLiveExpiryTest extends AnyFunSuite with TempDirectories {
         tx.put(b("registry/schema"), b("s"))
         tx.put(b("row"), b("r"))
       }
-      Seq(100_000L, 10_000_000L).zipWithIndex.foreach { case (now, i) =>
+      Seq(100000L, 10000000L).zipWithIndex.foreach { case (now, i) =>
         val tx = engine.begin(WriteStamp(1 + i, now), Some(registry))
         assert(tx.expiredEntries == (if (i == 0) 1 else 0))
         assert(tx.get(b("registry/schema")).isDefined)
@@ -175,7 +175,7 @@ final class TimeToLiveExpiryTest extends AnyFunSuite with TempDirectories {
         for ((now, expired) <- Seq(1999L -> 0, 2000L -> 2, 2499L -> 2, 2500L -> 4)) {
           val seen = Seq(original, rebuilt).map { engine =>
             val tx = engine.begin(WriteStamp(3, now), ttl(1000))
-            try (tx.expiredEntries, strings(tx.iterator(KeyRange.all))) finally tx.discard()
+            try ((tx.expiredEntries, strings(tx.iterator(KeyRange.all)))) finally tx.discard()
           }
           assert(seen.head._1 == expired, s"the original at $now")
           assert(seen(1) == seen.head, s"the rebuilt engine at $now")

@@ -31,7 +31,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
   import EngineTestKit._
   import TimeToLiveModelTest._
 
-  private implicit val keyOrdering: Ordering[Key] = Ordering.Implicits.seqOrdering[Vector, Int]
+  private implicit val keyOrdering: Ordering[Key] = Ordering.fromLessThan[Key](lexicographic(_, _) < 0)
 
   private val alphabet = Vector(0x00, 0x01, 0x7f, 0x80, 0xff)
   private val keySpace: Vector[Key] = alphabet.map(Vector(_)) ++ (for (a <- alphabet; c <- alphabet) yield Vector(a, c))
@@ -58,7 +58,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
     private var plain = Set.empty[Key] // committed keys still in the `data` family (storage format 1), never rewritten
 
     // The open batch.
-    private var clock = Clock(0, 1_000_000L, timed = true, ttlMs = None)
+    private var clock = Clock(0, 1000000L, timed = true, ttlMs = None)
     private var tx: Transaction = _
     private var working: Model = TreeMap.empty
     private var buffered = Set.empty[Key] // written by this batch and not early-committed: read back unstamped
@@ -425,7 +425,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
     /** The next batch's expiry count and rows, begun and discarded. */
     private def visibleAtBegin(e: TxEngine): (Long, Vector[(Key, Vector[Byte], WriteStamp)]) = {
       val t = e.begin(clock.stamp, clock.ttl)
-      try (t.expiredEntries, read(t.iterator(KeyRange.all))) finally t.discard()
+      try ((t.expiredEntries, read(t.iterator(KeyRange.all)))) finally t.discard()
     }
 
     // ---- the committed state ----------------------------------------------------------------
@@ -453,7 +453,7 @@ final class TimeToLiveModelTest extends AnyFunSuite with TempDirectories {
           }
         }
       }
-      val oldest = since.flatMap(from => committed.collect { case (k, r) if applies(k) => r.stamp.knownTimeMs.getOrElse(from) }.minOption)
+      val oldest = since.flatMap(from => committed.collect { case (k, r) if applies(k) => r.stamp.knownTimeMs.getOrElse(from) }.reduceOption(_ min _))
       assert(e.oldestWriteMs(key => (key(0) & 0xff) != 0xff) == oldest, s"$clue: oldestWriteMs")
     }
 

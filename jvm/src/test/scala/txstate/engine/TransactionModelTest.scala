@@ -18,7 +18,7 @@ final class TransactionModelTest extends AnyFunSuite with TempDirectories {
 
   private type Key = Vector[Int] // unsigned byte values, ordered like RocksDB's bytewise comparator
   private type Model = TreeMap[Key, Vector[Byte]]
-  private implicit val keyOrdering: Ordering[Key] = Ordering.Implicits.seqOrdering[Vector, Int]
+  private implicit val keyOrdering: Ordering[Key] = Ordering.fromLessThan[Key](lexicographic(_, _) < 0)
 
   private val alphabet = Vector(0x00, 0x01, 0x7f, 0x80, 0xff)
   private val keySpace: Vector[Key] = alphabet.map(Vector(_)) ++ (for (a <- alphabet; c <- alphabet) yield Vector(a, c))
@@ -30,7 +30,7 @@ final class TransactionModelTest extends AnyFunSuite with TempDirectories {
     try it.map(kv => (toKey(kv.key), kv.value.toVector)).toVector finally it.close()
 
   private def inRange(model: Model, from: Key, until: Option[Key]): Vector[(Key, Vector[Byte])] =
-    until.fold(model.rangeFrom(from))(u => model.range(from, u)).toVector
+    until.fold(model.iteratorFrom(from).toVector)(u => model.range(from, u).toVector)
 
   private final class Run(seed: Long, engine: TxEngine) {
     private val rnd = new Random(seed)

@@ -2,11 +2,10 @@ package txstate.engine
 
 import java.nio.file.Files
 
-import scala.util.Using
-
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * Every way the engine changes its database, one at a time, with the key already cached: the next

@@ -1,12 +1,11 @@
 package txstate.engine
 
-import scala.jdk.CollectionConverters._
-import scala.util.Using
-
 import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, ColumnFamilyOptions, DBOptions, FlushOptions, Options, RocksDB}
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
+import txstate.compat.ScalaLibrary.CollectionConverters._
+import txstate.compat.ScalaLibrary.Using
 
 final class TxEngineTest extends AnyFunSuite with TempDirectories {
   import EngineTestKit._

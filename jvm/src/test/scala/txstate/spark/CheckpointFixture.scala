@@ -84,16 +84,16 @@ trait CheckpointFixture extends ProviderFixture { this: Suite =>
   def logBatch(ck: TestCheckpoint, batchId: Long, conf: Map[String, String] = Map.empty, committed: Boolean = true,
       stateIds: Option[String] = None): Unit = {
     val metadata = JObject("batchWatermarkMs" -> org.json4s.JInt(0),
-      "batchTimestampMs" -> org.json4s.JInt(1_700_000_000_000L + batchId * 1000),
+      "batchTimestampMs" -> org.json4s.JInt(1700000000000L + batchId * 1000),
       "conf" -> JObject(conf.toList.sortBy(_._1).map { case (k, v) => k -> JString(v) }))
-    write(ck.file(s"offsets/$batchId"), s"v1\n${JsonMethods.compact(metadata)}\n{\"logOffset\":$batchId}")
+    write(ck.file(s"offsets/$batchId"), s"""v1\n${JsonMethods.compact(metadata)}\n{"logOffset":$batchId}""")
     if (committed) commit(ck, batchId, stateIds)
   }
 
   /** `commits/<batch>`; `stateIds` is a format-2 entry's `stateUniqueIds` JSON. */
   def commit(ck: TestCheckpoint, batchId: Long, stateIds: Option[String] = None): File =
     write(ck.file(s"commits/$batchId"), stateIds.fold("v1\n{\"nextBatchWatermarkMs\":0}")(ids =>
-      s"v2\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":$ids}"))
+      s"""v2\n{"nextBatchWatermarkMs":0,"stateUniqueIds":$ids}"""))
 
   /** Every row of partition `partition` of operator 0's default store at `version`, read by a txstate provider. */
   def storeRows(stateRoot: String, partition: Int, keySchema: StructType, valueSchema: StructType, version: Long)

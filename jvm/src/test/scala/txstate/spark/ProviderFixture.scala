@@ -12,13 +12,14 @@ import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.Suite
 
 import txstate.TempDirectories
+import txstate.compat.StateApi.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, StateStoreIterator}
 
 /**
  * Builds providers the way Spark's executors do (constructor, then `init`), without a
  * SparkContext: commit validation is switched off because there is no coordinator to report to.
  */
 trait ProviderFixture extends TempDirectories { this: Suite =>
-  val default: String = StateStore.DEFAULT_COL_FAMILY_NAME
+  val default: String = ColumnFamilies.defaultName
 
   def storeConf(settings: (String, String)*): StateStoreConf = {
     val sql = new SQLConf

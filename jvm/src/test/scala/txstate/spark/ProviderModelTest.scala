@@ -2,7 +2,6 @@ package txstate.spark
 
 import scala.util.Random
 
-import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -22,7 +21,7 @@ final class ProviderModelTest extends AnyFunSuite with ProviderFixture {
     TxStateConf.prefix + "snapshotInterval" -> "3",
     "spark.sql.streaming.minBatchesToRetain" -> retain.toString)
 
-  private def read(store: ReadStateStore): Map[Int, Long] =
+  private def read(store: TxStateStore): Map[Int, Long] =
     pairs(store.iterator(default), keySchema, valueSchema).map { case (k, v) =>
       k.head.asInstanceOf[Int] -> v.head.asInstanceOf[Long]
     }.toMap

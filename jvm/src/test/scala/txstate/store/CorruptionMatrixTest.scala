@@ -4,14 +4,13 @@ import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Files, StandardCopyOption}
 
-import scala.jdk.CollectionConverters._
-import scala.util.Using
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, DBOptions, Options, RocksDB}
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.compat.ScalaLibrary.CollectionConverters._
+import txstate.compat.ScalaLibrary.Using
 import txstate.{KilledLockHolder, TempDirectories}
 import txstate.checkpoint.StoreCheckpoint
 import txstate.engine.KeyRange
@@ -95,8 +94,8 @@ final class CorruptionMatrixTest extends AnyFunSuite with TempDirectories {
     val sst = SharedSst.locate(written)
     FlipByte(sst, Array.emptyByteArray)
     val bytes = Files.readAllBytes(sst.toPath)
-    val crc = new java.util.zip.CRC32C
-    crc.update(bytes)
+    val crc = txstate.compat.JavaLibrary.newCrc32c()
+    crc.update(bytes, 0, bytes.length)
     Using.resource(written.checkpoint) { cp =>
       val manifest = cp.readManifest(4, written.ids(4))
       cp.writeManifest(manifest.copy(files = manifest.files.map(f =>

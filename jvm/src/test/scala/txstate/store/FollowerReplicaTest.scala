@@ -5,14 +5,13 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 import java.security.MessageDigest
 
-import scala.jdk.CollectionConverters._
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
 import txstate.checkpoint.NewerFormatException
+import txstate.compat.ScalaLibrary.CollectionConverters._
 import txstate.engine.{EngineOptions, KeyRange}
 
 /** Read-only followers (KIP-813): a replica follows a writer's checkpoint without changing it. */
@@ -82,7 +81,7 @@ final class FollowerReplicaTest extends AnyFunSuite with TempDirectories {
   private def view(r: FollowerReplica): (Long, Map[String, String]) =
     r.readCommittedView(5000) { view =>
       val it = view.range(KeyRange.all)
-      try (view.point.version, it.map(kv => str(kv.key) -> str(kv.value)).toMap) finally it.close()
+      try ((view.point.version, it.map(kv => str(kv.key) -> str(kv.value)).toMap)) finally it.close()
     }.getOrElse(fail("the replica offers no committed view"))
 
   private def assertHolds(r: FollowerReplica, version: Int, expected: Map[String, String]): Unit = {
@@ -109,7 +108,7 @@ final class FollowerReplicaTest extends AnyFunSuite with TempDirectories {
   private def makeNewerFormat(file: File): Unit = {
     val bytes = Files.readAllBytes(file.toPath)
     bytes(7) = 9
-    val crc = new java.util.zip.CRC32C
+    val crc = txstate.compat.JavaLibrary.newCrc32c()
     crc.update(bytes, 0, bytes.length - 4)
     java.nio.ByteBuffer.wrap(bytes, bytes.length - 4, 4).putInt(crc.getValue.toInt)
     Files.write(file.toPath, bytes)

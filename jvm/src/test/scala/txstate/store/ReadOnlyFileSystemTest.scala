@@ -5,14 +5,13 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{AccessDeniedException, Files}
 import java.util.Collections
 
-import scala.jdk.CollectionConverters._
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{CreateFlag, FileSystem, Path, PathFilter}
 import org.apache.hadoop.fs.permission.FsPermission
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
+import txstate.compat.ScalaLibrary.CollectionConverters._
 
 final class ReadOnlyFileSystemTest extends AnyFunSuite with TempDirectories {
   private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
@@ -46,7 +45,7 @@ final class ReadOnlyFileSystemTest extends AnyFunSuite with TempDirectories {
     val dir = newTree()
     val fs = readOnly(dir)
     val in = fs.open(path(dir, "1.txlog"))
-    try assert(new String(in.readAllBytes(), UTF_8) == "one") finally in.close()
+    try assert(new String(txstate.compat.JavaLibrary.readAllBytes(in), UTF_8) == "one") finally in.close()
     assert(fs.listStatus(path(dir, "")).map(_.getPath.getName).toSet == Set("1.txlog", "2.txlog", "sst"))
     assert(fs.exists(path(dir, "sst/a.sst")))
     assert(!fs.exists(path(dir, "3.txlog")))
@@ -122,7 +121,7 @@ final class ReadOnlyFileSystemTest extends AnyFunSuite with TempDirectories {
     val before = tree(dir)
     val reads = ReadOnlyFileSystem.reads(path(dir, ""), new Configuration())
     val in = reads.open(path(dir, "2.txlog"))
-    try assert(new String(in.readAllBytes(), UTF_8) == "two") finally in.close()
+    try assert(new String(txstate.compat.JavaLibrary.readAllBytes(in), UTF_8) == "two") finally in.close()
     val logs: PathFilter = p => p.getName.endsWith(".txlog")
     assert(reads.list(path(dir, ""), logs).map(_.getPath.getName).toSet == Set("1.txlog", "2.txlog"))
     assert(reads.exists(path(dir, "sst/a.sst")) && !reads.exists(path(dir, "9.txlog")))

@@ -3,13 +3,14 @@ package txstate.store
 import java.io.{File, FileOutputStream}
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.{Random, Using}
+import scala.util.Random
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
+import txstate.compat.ScalaLibrary.Using
 import txstate.engine.{EngineOptions, KeyRange, LocalStateException}
 
 /**
@@ -23,7 +24,7 @@ final class StoreInstanceDiskFullTest extends AnyFunSuite with TempDirectories {
   private def str(a: Array[Byte]): String = new String(a, UTF_8)
 
   private def run(command: String*): Int =
-    new ProcessBuilder(command: _*).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+    new ProcessBuilder(command: _*).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.to(new File("/dev/null")))
       .start().waitFor()
 
   /** A tmpfs of `size` on a fresh directory for the body; always unmounted (lazily if files stay open). */

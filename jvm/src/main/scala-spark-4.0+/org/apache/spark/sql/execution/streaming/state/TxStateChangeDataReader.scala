@@ -22,8 +22,3 @@ final class TxStateChangeDataReader(changes: Iterator[(RecordType.Value, UnsafeR
   override protected def close(): Unit = onClose()
 }
 
-object TxStateChangeDataReader {
-  val put: RecordType.Value = RecordType.PUT_RECORD
-  val delete: RecordType.Value = RecordType.DELETE_RECORD
-}
-

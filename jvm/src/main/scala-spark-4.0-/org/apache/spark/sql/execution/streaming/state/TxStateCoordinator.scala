@@ -8,12 +8,12 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.TaskContext
 
 /**
- * What a provider tells Spark 4.0's state store coordinator, and which query run it serves
- * (docs/ARCHITECTURE.md, "Spark lines"). 4.0's coordinator tracks neither snapshot uploads nor
+ * What a provider tells Spark 4.0's and 3.5's state store coordinator, and which query run it serves
+ * (docs/ARCHITECTURE.md, "Spark lines"). Their coordinator tracks neither snapshot uploads nor
  * commits (both came in 4.1), so there is nothing to report.
  */
 object TxStateCoordinator {
-  /** Spark 4.0 sets the run id as a task property, and tests (like 4.1+) in the Hadoop configuration. */
+  /** Spark 4.0 sets the run id as a task property (3.5 does not), and tests (like 4.1+) in the Hadoop configuration. */
   def runId(hadoopConf: Configuration): Option[UUID] =
     Option(hadoopConf.get(runIdKey))
       .orElse(Option(TaskContext.get()).flatMap(task => Option(task.getLocalProperty(runIdKey))))

@@ -5,7 +5,6 @@ import java.util.UUID
 import scala.util.Random
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.SparkException
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.execution.streaming.state.StateStoreTestsHelper.{dataToKeyRow, put, rowPairsToDataSet}
 import org.apache.spark.sql.internal.SQLConf
@@ -13,21 +12,24 @@ import org.apache.spark.sql.types.StructType
 import org.scalatest.BeforeAndAfter
 
 import txstate.checkpoint.StoreCheckpoint
+import txstate.compat.StateApi.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec}
 import txstate.spark.TxStateStoreProvider
 
 /**
  * Spark's state store conformance suite (`StateStoreSuiteBase`, from spark-sql's tests jar) run
  * against our provider: every test Spark's authors wrote for a provider's contract, less the ones
  * named in [[ConformanceExclusions]] (reported as ignored, each with its reason in that file).
+ * What every line shares is here; `TxStateStoreConformanceSuite` (per line) makes providers the way
+ * that line's suite asks for them.
  *
  * Providers are built as Spark's executors build them (constructor, then `init`), on a fresh
  * checkpoint directory unless the test names the store.
  *
- * The tests named "txstate: ..." at the end are ours: where an exclusion drops a Spark test for
- * asserting another provider's internals, one of them checks the rest of that test's contract, so
- * the exclusion hides no bug of ours; one more checks the exclusion list itself.
+ * The tests named "txstate: ..." are ours: where an exclusion drops a Spark test for asserting
+ * another provider's internals, one of them checks the rest of that test's contract, so the
+ * exclusion hides no bug of ours; one more checks the exclusion list itself.
  */
-class TxStateStoreConformanceSuite extends StateStoreSuiteBase[TxStateStoreProvider] with BeforeAndAfter {
+abstract class TxStateConformanceBase extends StateStoreSuiteBase[TxStateStoreProvider] with BeforeAndAfter {
 
   // As Spark's own provider suites: every test starts and ends with no store loaded and no
   // maintenance thread running (the SPARK-48997 test counts on a fresh maintenance interval).
@@ -47,11 +49,11 @@ class TxStateStoreConformanceSuite extends StateStoreSuiteBase[TxStateStoreProvi
   /** Spark's executors hand every provider its query's run id under this key (StreamExecution.RUN_ID_KEY). */
   private def runIdKey = "sql.streaming.runId"
 
-  private def defaultSQLConf: SQLConf =
+  protected def defaultSQLConf: SQLConf =
     getDefaultSQLConf(SQLConf.STATE_STORE_MIN_DELTAS_FOR_SNAPSHOT.defaultValue.get,
       SQLConf.MAX_BATCHES_TO_RETAIN_IN_MEMORY.defaultValue.get)
 
-  private def newProvider(
+  protected def newProvider(
       storeId: StateStoreId = StateStoreId(StateStoreTestsHelper.newDir(), Random.nextInt(), 0),
       keySchema: StructType = this.keySchema,
       keyStateEncoderSpec: KeyStateEncoderSpec = null,
@@ -67,40 +69,11 @@ class TxStateStoreConformanceSuite extends StateStoreSuiteBase[TxStateStoreProvi
     provider
   }
 
-  def newStoreProvider(): TxStateStoreProvider = newProvider()
-
-  def newStoreProvider(storeId: StateStoreId): TxStateStoreProvider = newProvider(storeId)
-
-  def newStoreProvider(storeId: StateStoreId, useColumnFamilies: Boolean): TxStateStoreProvider =
-    newProvider(storeId, useColumnFamilies = useColumnFamilies)
-
-  def newStoreProvider(storeId: StateStoreId, conf: Configuration): TxStateStoreProvider =
-    newProvider(storeId, hadoopConf = conf)
-
-  def newStoreProvider(minDeltasForSnapshot: Int, numOfVersToRetainInMemory: Int): TxStateStoreProvider =
-    newProvider(sqlConf = getDefaultSQLConf(minDeltasForSnapshot, numOfVersToRetainInMemory))
-
-  def newStoreProvider(keySchema: StructType, keyStateEncoderSpec: KeyStateEncoderSpec,
-      useColumnFamilies: Boolean): TxStateStoreProvider =
-    newProvider(keySchema = keySchema, keyStateEncoderSpec = keyStateEncoderSpec,
-      useColumnFamilies = useColumnFamilies)
-
-  def newStoreProvider(useColumnFamilies: Boolean): TxStateStoreProvider =
-    newProvider(useColumnFamilies = useColumnFamilies)
-
-  def newStoreProviderWithClonedConf(storeId: StateStoreId): TxStateStoreProvider =
-    newProvider(storeId, sqlConf = defaultSQLConf) // the running test's SQLConf, cloned
-
-  def newStoreProviderNoInit(): TxStateStoreProvider = new TxStateStoreProvider
-
-  def getLatestData(storeProvider: TxStateStoreProvider, useColumnFamilies: Boolean): Set[((String, Int), Int)] =
-    getData(storeProvider, -1, useColumnFamilies)
-
   /**
    * The data of `version` (the newest committed one when negative), read the way a restarted
    * query would: by a new provider on the same store, never through `provider` itself.
    */
-  def getData(provider: TxStateStoreProvider, version: Int, useColumnFamilies: Boolean): Set[((String, Int), Int)] = {
+  protected def readData(provider: TxStateStoreProvider, version: Int, useColumnFamilies: Boolean): Set[((String, Int), Int)] = {
     val hadoopConf = hadoopConfs.synchronized(Option(hadoopConfs.get(provider))).getOrElse(new Configuration())
     val readerConf = new Configuration(hadoopConf)
     readerConf.unset(runIdKey) // a run of its own, as after a restart
@@ -116,7 +89,7 @@ class TxStateStoreConformanceSuite extends StateStoreSuiteBase[TxStateStoreProvi
   /** The newest version with a changelog in the store's checkpoint directory; 0 (empty) when none. */
   private def newestCommittedVersion(storeId: StateStoreId, hadoopConf: Configuration): Long = {
     val checkpoint = new StoreCheckpoint(storeId.storeCheckpointLocation(), hadoopConf)
-    try checkpoint.changelogs().map(_.version).maxOption.getOrElse(0L)
+    try checkpoint.changelogs().map(_.version).reduceOption(_ max _).getOrElse(0L)
     finally checkpoint.close()
   }
 
@@ -158,28 +131,6 @@ class TxStateStoreConformanceSuite extends StateStoreSuiteBase[TxStateStoreProvi
           s"$seenMiddle; as made they would be $atEarly and $atMiddle, as read both $atEnd")
         assert(rowPairsToDataSet(store.iterator()) === atEnd)
       } finally store.abort()
-    }
-  }
-
-  // What SPARK-18342 checks, without requiring the HDFS store's name in the message: a commit whose
-  // checkpoint file cannot be renamed into place fails with Spark's error for it.
-  test("txstate: a commit fails with CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT when the checkpoint rename fails") {
-    val scheme = RenameReturnsFalseFileSystem.scheme
-    val conf = new Configuration()
-    conf.set(s"fs.$scheme.impl", classOf[RenameReturnsFalseFileSystem].getName)
-    val storeId = StateStoreId(s"$scheme://${StateStoreTestsHelper.newDir()}", operatorId = 0, partitionId = 0)
-    tryWithProviderResource(newStoreProvider(storeId, conf)) { provider =>
-      val store = provider.getStore(0)
-      try {
-        put(store, "a", 0, 0)
-        val e = intercept[SparkException](store.commit())
-        assert(e.getCondition === "CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT")
-        Seq("Error writing state store files", "operatorId=0", "partitionId=0").foreach(text =>
-          assert(e.getMessage.contains(text), s"'$text' not in: ${e.getMessage}"))
-        val causes = Iterator.iterate(e.getCause)(_.getCause).takeWhile(_ != null).toSeq
-        assert(causes.exists(c => Option(c.getMessage).exists(_.toLowerCase.contains("rename"))),
-          s"no cause says the rename failed: ${causes.mkString("; ")}")
-      } finally if (!store.hasCommitted) store.abort()
     }
   }
 

@@ -1,0 +1,18 @@
+package txstate.compat
+
+import java.io.InputStream
+import java.util.Arrays
+import java.util.zip.{CRC32C, Checksum}
+
+/**
+ * The JDK 9+ calls the shared code makes, for the lines compiled for Java 17: the JDK's own
+ * (docs/ARCHITECTURE.md, "Spark lines"). The 3.5 line, compiled for Java 8, has the same names.
+ */
+object JavaLibrary {
+  /** Bytes compared as unsigned, lexicographically (RocksDB's bytewise order). */
+  def compareUnsigned(a: Array[Byte], b: Array[Byte]): Int = Arrays.compareUnsigned(a, b)
+
+  def newCrc32c(): Checksum = new CRC32C
+
+  def readAllBytes(in: InputStream): Array[Byte] = in.readAllBytes()
+}

@@ -1,0 +1,33 @@
+package txstate.compat
+
+import org.apache.spark.sql.execution.streaming.state
+import org.apache.spark.sql.execution.streaming.state.{RocksDBKeyStateEncoder, StateStoreConf, UnsafeRowDataEncoder}
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The parts of Spark's state store API that the shared adapter uses and Spark 3.5 lacks, under one
+ * name (docs/ARCHITECTURE.md, "Spark lines"): on 4.0 and newer, Spark's own.
+ */
+object StateApi {
+  type KeyStateEncoderSpec = state.KeyStateEncoderSpec
+  val KeyStateEncoderSpec = state.KeyStateEncoderSpec
+  type NoPrefixKeyStateEncoderSpec = state.NoPrefixKeyStateEncoderSpec
+  val NoPrefixKeyStateEncoderSpec = state.NoPrefixKeyStateEncoderSpec
+  type PrefixKeyScanStateEncoderSpec = state.PrefixKeyScanStateEncoderSpec
+  val PrefixKeyScanStateEncoderSpec = state.PrefixKeyScanStateEncoderSpec
+  type RangeKeyScanStateEncoderSpec = state.RangeKeyScanStateEncoderSpec
+  val RangeKeyScanStateEncoderSpec = state.RangeKeyScanStateEncoderSpec
+  type StateStoreIterator[A] = state.StateStoreIterator[A]
+  type StateStoreCheckpointInfo = state.StateStoreCheckpointInfo
+  val StateStoreCheckpointInfo = state.StateStoreCheckpointInfo
+  type StateSchemaProvider = state.StateSchemaProvider
+  val RecordType = state.RecordType
+
+  /** Spark's key encoder for a family's spec: its bytes order prefix and range scans. */
+  type KeyEncoder = RocksDBKeyStateEncoder
+  def keyEncoder(spec: KeyStateEncoderSpec, valueSchema: StructType): KeyEncoder =
+    spec.toEncoder(new UnsafeRowDataEncoder(spec, valueSchema), false)
+
+  /** Checkpoint format v2 (ids in file names). */
+  def checkpointIdsEnabled(conf: StateStoreConf): Boolean = conf.enableStateStoreCheckpointIds
+}
