@@ -48,7 +48,7 @@ WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
 SETTINGS_SPEC := python/txstate_spark/settings.json
 PY_SOURCES := $(shell find python -name '*.py' -not -path '*/build/*' 2>/dev/null) $(SETTINGS_SPEC)
 SCALA_SOURCES := $(shell find jvm -name '*.scala' 2>/dev/null) build.sbt VERSION project/build.properties \
-	project/SparkLines.scala project/LineProjects.scala project/spark-lines.tsv $(SETTINGS_SPEC)
+	project/SparkLines.scala project/LineProjects.scala project/spark-lines.tsv project/spark-lines-preview.tsv $(SETTINGS_SPEC)
 
 export SPARK
 export TXSTATE_SPARK_JAR := $(CURDIR)/$(JAR)
@@ -109,8 +109,11 @@ test: $(VENV)/.installed
 	  [ $$status -eq 0 ] && $(MAKE) --no-print-directory test-lines
 
 # The Scala tests on every line.
+# The preview lines (project/spark-lines-preview.tsv, not yet released) are compiled with their
+# tests, Scala 2.12's at least, so shared code cannot drift from Scala 2.12 and Java 8 unnoticed.
+PREVIEW_COMPILE := $(call sbt_project,$(firstword $(shell awk '!/^\#/ && NF {print $$1}' project/spark-lines-preview.tsv)))/Test/compile
 test-jvm: $(VENV)/.installed
-	$(SBT) test
+	$(SBT) test $(PREVIEW_COMPILE)
 
 # The whole pytest suite on the newest line.
 # tests/test_s3.py needs a session of its own (s3a on the driver's classpath): `make test-s3`.
