@@ -298,8 +298,11 @@ def test_a_bad_argument_or_an_unknown_operator_exits_with_status_2_naming_it(ser
     cases = [
         ((stopped_checkpoint, "--operator", "7"), "TXSTATE_QUERY_UNKNOWN_OPERATOR"),
         ((tmp_path / "nothing-here", "--operator", "0"), "TXSTATE_QUERY_UNKNOWN_CHECKPOINT"),
+        # A setting is checked before the JVM starts (the specification both halves read), naming the closest one.
         ((stopped_checkpoint, "--operator", "0", "--conf", "spark.sql.streaming.stateStore.txstate.cacheMB=1"),
-         "TXSTATE_INVALID_SETTING"),
+         "Unknown txstate option 'spark.sql.streaming.stateStore.txstate.cacheMB'. Did you mean"),
+        ((stopped_checkpoint, "--operator", "0", "--conf", "spark.sql.streaming.stateStore.txstate.ttl=7 days"),
+         "spark.sql.streaming.stateStore.txstate.ttl must be a duration"),
     ]
     for (checkpoint, *args), words in cases:
         server = servers(checkpoint, *args, "--port", "0", ready=False)
