@@ -116,7 +116,7 @@ def test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says(spark, t
 
 @pytest.mark.parametrize(
     "value, problem",
-    [("3 parsecs", "must be a positive duration"), ("-5s", "must be a positive duration")],
+    [("3 parsecs", "must be a duration > 0 with a unit"), ("-5s", "must be a duration > 0 with a unit")],
 )
 def test_a_bad_ttl_is_refused_naming_the_setting(spark, tmp_path: Path, value: str, problem: str) -> None:
     with pytest.raises(Exception) as failure:

@@ -18,6 +18,7 @@ from txstate_spark import (
     TxStateSettingError,
     configure,
 )
+from txstate_spark import session
 from txstate_spark.setting_spec import SETTINGS
 from txstate_spark.settings import checked_spark_conf, setting_key, setting_value, snake_case, spark_settings
 
@@ -208,6 +209,9 @@ def test_configure_sets_each_typed_keyword_and_camel_case_options_alike(monkeypa
     jar = tmp_path / "txstate.jar"
     jar.write_bytes(b"")
     monkeypatch.setenv("TXSTATE_SPARK_JAR", str(jar))
+    # As in a fresh Python process: `make test` runs these tests in the process whose earlier Spark tests
+    # started a driver JVM, and with one running configure() leaves spark.jars alone (test_packaging).
+    monkeypatch.setattr(session, "_running_driver_jvm", lambda: None)
     examples = {snake_case(name): SETTINGS[name].example for name in KNOWN_SETTINGS}
     typed = configure(_Builder(), **examples, ttl_by_operator={1: "off"})  # type: ignore[arg-type]
     assert typed._options == {
