@@ -53,7 +53,7 @@ object ProtocolCalls {
   def execute(spark: SparkSession, requestJson: String): String = {
     val json = parse(requestJson)
     if (RequestJson.namesFollower(json)) {
-      FollowerCalls.execute(Followers.get(text(json, "follower")), requestJson, spark.sessionState.newHadoopConf())
+      FollowerCalls.execute(Followers.get(text(json, "follower")), json, spark.sessionState.newHadoopConf())
     } else executeOnQuery(spark, json)
   }
 

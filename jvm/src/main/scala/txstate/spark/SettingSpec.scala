@@ -2,10 +2,10 @@ package txstate.spark
 
 import java.util.Locale
 
-import scala.jdk.CollectionConverters._
-import scala.util.Using
-
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+
+import txstate.compat.ScalaLibrary.CollectionConverters._
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * One of our settings as the specification both halves of txstate-spark read defines it:

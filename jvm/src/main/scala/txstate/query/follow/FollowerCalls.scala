@@ -18,8 +18,11 @@ object FollowerCalls {
   def describe(follower: Follower): String = AnswerJson.render(AnswerJson.description(follower))
 
   /** Answers `requestJson` (a query on the follower's store set) from its replicas. */
-  def execute(follower: Follower, requestJson: String, hadoopConf: => Configuration): String = {
-    val json = RequestJson.parse(requestJson)
+  def execute(follower: Follower, requestJson: String, hadoopConf: => Configuration): String =
+    execute(follower, RequestJson.parse(requestJson), hadoopConf)
+
+  /** The same for a request already parsed (one that named `"follower"` in a session's call). */
+  def execute(follower: Follower, json: JsonNode, hadoopConf: => Configuration): String = {
     val d = follower.description
     val request = RequestJson.request(json, StoreReference(d.checkpoint, None, d.operatorId.toString, d.storeName), d.schema)
     AnswerJson.render(AnswerJson.result(FollowerQueries.execute(follower, request, hadoopConf), request.query,
