@@ -95,28 +95,16 @@ object LineProjects extends AutoPlugin {
     Seq("-deprecation", "-feature", "-unchecked") ++ lint ++ Seq("-Wconf:cat=unused-imports:e", "-release", line.release.toString)
   }
 
-  /**
-   * What of the shared sources a line leaves out, as paths below the source folders. Spark 3.5 has
-   * no state data source, no schema provider and no `loadEmpty`: its jars carry the provider, store,
-   * engine and checkpoint, without interactive queries, the txstate data source, followers, serving
-   * and migration (their folders, and the resources that name their classes).
-   */
-  def leftOut(line: SparkLine): Seq[String] =
-    if (line.atLeast("4.0")) Nil
-    else Seq("txstate/query/", "txstate/serve/", "txstate/migrate/",
-      "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister", "txstate-serve-log4j2.properties")
-
-  // The adapter's tests of what 3.5 lacks: column families, and Spark's error classes (SparkContractTest
-  // asserts them through SparkThrowable.getCondition, which 3.5 lacks with the error factories).
-  private def testsUnderWay(line: SparkLine): Seq[String] =
+  // The tests of what 3.5 lacks: column families, Spark's error classes (SparkContractTest asserts them
+  // through SparkThrowable.getCondition, which 3.5 lacks with the error factories), range scans (with
+  // prefix scans in one file), and Spark 4's operator metadata files (SparkFilesTest reads them back).
+  private def testsOfWhatALineLacks(line: SparkLine): Seq[String] =
     if (line.atLeast("4.0")) Nil
     else Seq("txstate/spark/TxStateStoreColumnFamiliesTest.scala", "txstate/spark/SparkContractTest.scala",
-      "txstate/spark/TxStateStoreScanTest.scala", // range scans (4.x), with prefix scans in one file
-      // What the migrate and query tests (left out with their code) share: Spark 4's metadata writers.
-      "txstate/spark/CheckpointFixture.scala")
+      "txstate/spark/TxStateStoreScanTest.scala", "txstate/migrate/SparkFilesTest.scala")
 
-  private def without(files: Seq[File], line: SparkLine): Seq[File] =
-    files.filterNot(f => leftOut(line).exists(path => f.getAbsolutePath.replace('\\', '/').contains("/" + path)))
+  private def without(files: Seq[File], paths: Seq[String]): Seq[File] =
+    files.filterNot(f => paths.exists(path => f.getAbsolutePath.replace('\\', '/').contains("/" + path)))
 
   /** Spark itself, for compiling (Provided) and for the tests of `line`. */
   def sparkSettings(line: SparkLine, config: Configuration): Seq[Setting[_]] = line.compile match {
@@ -149,18 +137,15 @@ object LineProjects extends AutoPlugin {
         Compile / unmanagedResourceDirectories := Seq(repoDir.value / "jvm/src/main/resources"),
         Test / unmanagedSourceDirectories := versionFolders(repoDir.value / "jvm/src/test", line),
         Test / unmanagedResourceDirectories := Seq(repoDir.value / "jvm/src/test/resources"),
-        Compile / unmanagedSources := without((Compile / unmanagedSources).value, line),
-        Compile / unmanagedResources := without((Compile / unmanagedResources).value, line),
-        Test / unmanagedSources := without((Test / unmanagedSources).value, line)
-          .filterNot(f => testsUnderWay(line).exists(path => f.getAbsolutePath.replace('\\', '/').contains("/" + path))),
+        Test / unmanagedSources := without((Test / unmanagedSources).value, testsOfWhatALineLacks(line)),
         libraryDependencies ++= Seq("org.rocksdb" % "rocksdbjni" % line.rocksdb % Provided, scalatest % Test),
         // The jar holds our classes only, named for its Spark line and Scala version.
         Compile / packageBin / artifactPath := repoDir.value / "target" / line.jarName(version.value),
         Test / javaOptions ++= "-Xmx2g" +: sparkJvmFlags,
-        // The release that writes a store is recorded in its commit point (txstate.engine.Release).
+        // The release and Spark line that write a store are recorded in its commit points (txstate.engine.Release).
         Compile / resourceGenerators += Def.task {
           val file = (Compile / resourceManaged).value / "txstate-release.properties"
-          IO.write(file, s"version=${version.value}\n")
+          IO.write(file, s"version=${version.value}\nspark=${line.line}\n")
           Seq(file)
         }.taskValue,
         // The settings' specification, one file for both halves: the wheel ships it beside the Python

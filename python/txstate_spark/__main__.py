@@ -1,7 +1,7 @@
 """``python -m txstate_spark``: print the jar path or the spark-submit flags, or migrate a checkpoint.
 
-    python -m txstate_spark jar [--spark LINE]
-    python -m txstate_spark submit-args [--spark LINE] [--option NAME=VALUE ...] [--ttl-operator ID=DURATION ...]
+    python -m txstate_spark jar [--spark LINE] [--scala 2.12|2.13] [--explain]
+    python -m txstate_spark submit-args [--spark LINE] [--scala 2.12|2.13] [--option NAME=VALUE ...] [--ttl-operator ID=DURATION ...]
     python -m txstate_spark migrate CHECKPOINT --to {txstate,rocksdb,hdfs} [--dry-run] [--undo] ...
     python -m txstate_spark serve CHECKPOINT --operator OP [--port P] ...   (docs/serving.md)
 """
@@ -16,7 +16,7 @@ from typing import List, Optional
 from txstate_spark import cli_settings
 from txstate_spark._version import __version__
 from txstate_spark.errors import TxStateError, TxStateMigrationError, TxStateSettingError
-from txstate_spark.jar import jar_path, supported_lines
+from txstate_spark.jar import SCALA_VERSIONS, explain_jar_choice, jar_path, supported_lines
 from txstate_spark.migration import DEFAULT_ACTIVE_WINDOW_SECONDS, DESTINATIONS
 from txstate_spark.serve_cli import add_serve, run_serve
 from txstate_spark.settings import KNOWN_SETTINGS
@@ -77,6 +77,14 @@ def _parser() -> argparse.ArgumentParser:
             "$SPARK_HOME's Spark, else the installed pyspark's. Supported: "
             + (", ".join(supported_lines()) or "none bundled (source checkout)"),
         )
+        command.add_argument(
+            "--scala",
+            choices=SCALA_VERSIONS,
+            help="the Scala version of that Spark, where a line has jars for two (Spark 3.5); default: "
+            "that Spark's own (its spark-core_<scala> jar)",
+        )
+        command.add_argument("--explain", action="store_true",
+                             help="also say on stderr which jar was chosen and why")
     return parser
 
 
@@ -127,10 +135,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _run_migrate(args)
         if args.command == "serve":
             return run_serve(args)
+        if args.explain:
+            print(f"txstate-spark: {explain_jar_choice(args.spark, args.scala)}", file=sys.stderr)
         if args.command == "jar":
-            print(jar_path(args.spark))
+            print(jar_path(args.spark, args.scala))
         else:
-            print(shlex.join(submit_args(args.spark, ttl_by_operator=dict(args.ttl_operator), **dict(args.option))))
+            print(shlex.join(submit_args(args.spark, scala=args.scala, ttl_by_operator=dict(args.ttl_operator),
+                                         **dict(args.option))))
     except TxStateSettingError as error:
         print(f"txstate-spark: error: {error}", file=sys.stderr)
         return 2

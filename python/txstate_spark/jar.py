@@ -10,7 +10,7 @@ the installed pyspark, and so does the Scala version where a line has jars for t
 import os
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from txstate_spark._version import __version__
 from txstate_spark.constants import JAR_ENV_VAR
@@ -19,6 +19,8 @@ from txstate_spark.spark_line import SparkVersion, detect_spark
 
 _BUNDLED_JARS_DIR = Path(__file__).resolve().parent / "jars"
 _JAR_NAME = re.compile(r"^txstate-spark-(\d+\.\d+)_(2\.1[23])-(.+)\.jar$")
+#: The Scala versions txstate-spark builds jars for (Spark 3.5 has both; 4.x only 2.13).
+SCALA_VERSIONS = ("2.12", "2.13")
 
 
 def jar_file_name(line: str, scala: str = "2.13") -> str:
@@ -69,10 +71,23 @@ def jar_path(spark: Optional[str] = None, scala: Optional[str] = None) -> str:
         TxStateUnsupportedSparkError: no jar for that Spark line (the message names the supported ones).
         TxStateJarNotFoundError: the variable names a missing file, or no jar is bundled.
     """
+    return _choose_jar(spark, scala)[0]
+
+
+def explain_jar_choice(spark: Optional[str] = None, scala: Optional[str] = None) -> str:
+    """Which jar :func:`jar_path` picks with these arguments, and why, in one sentence."""
+    return _choose_jar(spark, scala)[1]
+
+
+def _choose_jar(spark: Optional[str], scala: Optional[str]) -> Tuple[str, str]:
+    """The jar for the Spark that will run, and the reason for it."""
+    if scala is not None and scala not in SCALA_VERSIONS:
+        raise TxStateUnsupportedSparkError(
+            f"Scala {scala!r} is not one txstate-spark builds for; use one of {', '.join(SCALA_VERSIONS)}.")
     wanted = SparkVersion(spark, "requested") if spark else detect_spark()
     from_env = os.environ.get(JAR_ENV_VAR, "").strip()
     if from_env:
-        return _jar_from_env(from_env, wanted)
+        return _jar_from_env(from_env, wanted), f"${JAR_ENV_VAR} names {from_env} (it wins over the bundled jars)."
     bundled = bundled_jars()
     if not bundled:
         raise TxStateJarNotFoundError(
@@ -87,30 +102,30 @@ def jar_path(spark: Optional[str] = None, scala: Optional[str] = None) -> str:
             f"Name the Spark line: jar_path(spark=\"4.1\") or --spark 4.1 (this wheel has jars for "
             f"Spark {', '.join(bundled)})."
         )
-    candidates: List[Tuple[str, Path]] = sorted(
-        (scala, jar) for (line, scala), jar in _bundled().items() if line == wanted.line)
+    candidates: Dict[str, Path] = {s: jar for (line, s), jar in _bundled().items() if line == wanted.line}
     if not candidates:
         raise TxStateUnsupportedSparkError(
             f"txstate-spark {__version__} has no jar for Spark {wanted.version} ({wanted.source}): it "
             f"supports Spark {', '.join(bundled)}. Run it on one of those, or pick one explicitly "
             "with --spark / jar_path(spark=...)."
         )
-    scala = scala or wanted.scala
-    if scala is not None:
-        jar = dict(candidates).get(scala)
-        if jar is None:
-            raise TxStateUnsupportedSparkError(
-                f"txstate-spark {__version__} has no jar for Spark {wanted.line} on Scala {scala} "
-                f"({wanted.source}): it has Scala {', '.join(s for s, _ in candidates)} for that line."
-            )
-        return str(jar)
-    if len(candidates) > 1:
+    chosen_scala = scala or wanted.scala
+    if chosen_scala is None and len(candidates) > 1:
         raise TxStateUnsupportedSparkError(
             f"Cannot tell which Scala version Spark {wanted.version} ({wanted.source}) is built for, and "
-            f"txstate-spark has jars for Scala {', '.join(s for s, _ in candidates)} of it: name it, "
-            "jar_path(scala=\"2.12\")."
+            f"txstate-spark has jars for Scala {', '.join(sorted(candidates))} of it: name it, "
+            "jar_path(scala=\"2.12\") or --scala 2.12."
         )
-    return str(candidates[0][1])
+    chosen_scala = chosen_scala or next(iter(candidates))
+    jar = candidates.get(chosen_scala)
+    if jar is None:
+        raise TxStateUnsupportedSparkError(
+            f"txstate-spark {__version__} has no jar for Spark {wanted.line} on Scala {chosen_scala} "
+            f"({wanted.source}): it has Scala {', '.join(sorted(candidates))} for that line."
+        )
+    scala_source = "as asked" if scala else ("that Spark's" if wanted.scala else "the only one built for that line")
+    return str(jar), (f"Spark {wanted.version} ({wanted.source}) with Scala {chosen_scala} ({scala_source}): "
+                      f"{jar.name}, bundled in this package.")
 
 
 def _jar_from_env(value: str, wanted: Optional[SparkVersion]) -> str:

@@ -8,13 +8,14 @@ from txstate_spark.jar import jar_path
 from txstate_spark.settings import Duration, spark_settings
 
 
-def submit_args(spark: Optional[str] = None, *, ttl_by_operator: Optional[Mapping[int, Duration]] = None,
-                **options: object) -> List[str]:
+def submit_args(spark: Optional[str] = None, *, scala: Optional[str] = None,
+                ttl_by_operator: Optional[Mapping[int, Duration]] = None, **options: object) -> List[str]:
     """Return ``spark-submit`` flags that load the jar and select the txstate provider.
 
     Example: ``["--jars", "/…/txstate-spark-4.1_2.13-0.2.0.jar", "--conf",
     "spark.sql.streaming.stateStore.providerClass=txstate.spark.TxStateStoreProvider", ...]``.
-    ``spark`` picks the jar's Spark line (see :func:`txstate_spark.jar_path`). Keyword options
+    ``spark`` and ``scala`` pick the jar's Spark line and Scala version (see
+    :func:`txstate_spark.jar_path`). Keyword options
     are txstate settings, named and checked as in :func:`txstate_spark.configure` (before the jar is
     looked up).
 
@@ -24,7 +25,7 @@ def submit_args(spark: Optional[str] = None, *, ttl_by_operator: Optional[Mappin
         TxStateUnsupportedSparkError: no jar for that Spark line.
     """
     settings = spark_settings(options, ttl_by_operator)
-    return submit_flags(jar_path(spark), settings)
+    return submit_flags(jar_path(spark, scala), settings)
 
 
 def submit_flags(jar: str, settings: Mapping[str, str]) -> List[str]:

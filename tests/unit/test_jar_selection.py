@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 import txstate_spark.jar as jar_module
+from txstate_spark.__main__ import main
 from txstate_spark._version import __version__
 from txstate_spark.errors import TxStateUnsupportedSparkError
 from txstate_spark.spark_line import SparkVersion
@@ -40,3 +41,15 @@ def test_an_unknown_or_missing_scala_version_fails_naming_the_ones_there_are(bun
         jar_module.jar_path("3.5")
     with pytest.raises(TxStateUnsupportedSparkError, match="it has Scala 2.13 for that line"):
         jar_module.jar_path("4.0", scala="2.12")
+
+
+def test_the_command_line_takes_the_scala_version_and_explains_its_choice(
+        bundled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["jar", "--spark", "3.5", "--scala", "2.13", "--explain"]) == 0
+    out, err = capsys.readouterr()
+    assert Path(out.strip()).name == f"txstate-spark-3.5_2.13-{__version__}.jar"
+    assert "Spark 3.5 (requested) with Scala 2.13 (as asked)" in err
+    assert main(["submit-args", "--spark", "3.5", "--scala", "2.12"]) == 0
+    assert f"txstate-spark-3.5_2.12-{__version__}.jar" in capsys.readouterr().out
+    assert main(["jar", "--spark", "3.5"]) == 1
+    assert "--scala 2.12" in capsys.readouterr().err

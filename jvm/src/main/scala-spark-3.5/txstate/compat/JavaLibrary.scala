@@ -1,7 +1,8 @@
 package txstate.compat
 
-import java.io.{ByteArrayOutputStream, InputStream}
+import java.io.{ByteArrayOutputStream, File, FileInputStream, InputStream}
 import java.lang.reflect.Constructor
+import java.security.KeyStore
 import java.util.zip.Checksum
 
 import org.apache.hadoop.util.PureJavaCrc32C
@@ -36,5 +37,23 @@ object JavaLibrary {
     var n = in.read(buffer)
     while (n >= 0) { out.write(buffer, 0, n); n = in.read(buffer) }
     out.toByteArray
+  }
+
+  /**
+   * A key store file of either type (PKCS12 or JKS). Java 8 cannot tell the type from the contents
+   * (9+'s `KeyStore.getInstance(File, char[])`), so PKCS12 is tried first, then JKS; the PKCS12
+   * failure is kept with the JKS one, which names the password or file as the JDK does.
+   */
+  def loadKeyStore(file: File, password: Array[Char]): KeyStore = {
+    def load(kind: String): KeyStore = {
+      val store = KeyStore.getInstance(kind)
+      val in = new FileInputStream(file)
+      try store.load(in, password) finally in.close()
+      store
+    }
+    try load("PKCS12") catch {
+      case pkcs12: java.io.IOException =>
+        try load("JKS") catch { case jks: Exception => jks.addSuppressed(pkcs12); throw jks }
+    }
   }
 }

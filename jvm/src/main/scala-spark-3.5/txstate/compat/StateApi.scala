@@ -1,7 +1,9 @@
 package txstate.compat
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.spark.TaskContext
-import org.apache.spark.sql.execution.streaming.state.{RocksDBStateEncoder, StateStoreConf}
+import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, RocksDBStateEncoder, StateStoreConf, StateStoreId,
+  StateStoreProvider}
 import org.apache.spark.sql.types.StructType
 import org.json4s.{JArray, JInt, JObject, JString, JValue}
 
@@ -90,4 +92,20 @@ object StateApi {
 
   /** No checkpoint format v2 on 3.5. */
   def checkpointIdsEnabled(conf: StateStoreConf): Boolean = false
+
+  /** Opens `provider` on one store of one key encoding, as tools outside a query do (migrate). */
+  def initProvider(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      spec: KeyStateEncoderSpec, conf: StateStoreConf, hadoopConf: Configuration): Unit = {
+    val prefixColumns = spec match {
+      case PrefixKeyScanStateEncoderSpec(_, n) => n
+      case _ => 0
+    }
+    provider.init(id, keySchema, valueSchema, prefixColumns, conf, hadoopConf)
+  }
+
+  /** A read-only view of `version`; 3.5 names versions by number only (no checkpoint format v2). */
+  def readStore(provider: StateStoreProvider, version: Long, checkpointId: Option[String]): ReadStateStore = {
+    require(checkpointId.isEmpty, s"Spark 3.5 has no checkpoint ids (format v2), asked for version $version as $checkpointId")
+    provider.getReadStore(version)
+  }
 }

@@ -1,6 +1,7 @@
 package txstate.compat
 
-import java.io.InputStream
+import java.io.{File, InputStream}
+import java.security.KeyStore
 import java.util.Arrays
 import java.util.zip.{CRC32C, Checksum}
 
@@ -15,4 +16,7 @@ object JavaLibrary {
   def newCrc32c(): Checksum = new CRC32C
 
   def readAllBytes(in: InputStream): Array[Byte] = in.readAllBytes()
+
+  /** A key store file of either type (PKCS12 or JKS), found from its contents. */
+  def loadKeyStore(file: File, password: Array[Char]): KeyStore = KeyStore.getInstance(file, password)
 }

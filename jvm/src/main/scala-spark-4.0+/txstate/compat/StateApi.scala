@@ -1,7 +1,9 @@
 package txstate.compat
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.streaming.state
-import org.apache.spark.sql.execution.streaming.state.{RocksDBKeyStateEncoder, StateStoreConf, UnsafeRowDataEncoder}
+import org.apache.spark.sql.execution.streaming.state.{ReadStateStore, RocksDBKeyStateEncoder, StateStoreConf,
+  StateStoreId, StateStoreProvider, UnsafeRowDataEncoder}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -30,4 +32,13 @@ object StateApi {
 
   /** Checkpoint format v2 (ids in file names). */
   def checkpointIdsEnabled(conf: StateStoreConf): Boolean = conf.enableStateStoreCheckpointIds
+
+  /** Opens `provider` on one store of one key encoding, as tools outside a query do (migrate). */
+  def initProvider(provider: StateStoreProvider, id: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      spec: KeyStateEncoderSpec, conf: StateStoreConf, hadoopConf: Configuration): Unit =
+    provider.init(id, keySchema, valueSchema, spec, false, conf, hadoopConf, false, None)
+
+  /** A read-only view of `version`, by its checkpoint id under format v2. */
+  def readStore(provider: StateStoreProvider, version: Long, checkpointId: Option[String]): ReadStateStore =
+    provider.getReadStore(version, checkpointId)
 }

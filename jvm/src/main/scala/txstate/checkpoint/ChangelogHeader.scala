@@ -21,7 +21,7 @@ final case class ChangelogHeader(
     storageFormat: Int = CommitPoint.currentFormatVersion,
     stamp: WriteStamp = WriteStamp.unknown,
     timeIndexSinceMs: Option[Long] = None,
-    writtenBy: String = txstate.engine.Release.version) {
+    writtenBy: String = txstate.engine.Release.writer) {
 
   /** The commit point of the version this changelog completes. */
   def commitPoint: CommitPoint =

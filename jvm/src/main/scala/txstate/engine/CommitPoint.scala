@@ -25,7 +25,7 @@ final case class CommitPoint(
     numKeys: Long,
     stamp: WriteStamp = WriteStamp.unknown,
     timeIndexSinceMs: Option[Long] = None,
-    writtenBy: String = Release.version) {
+    writtenBy: String = Release.writer) {
 
   def toBytes: Array[Byte] = {
     val bytes = new ByteArrayOutputStream(96)

@@ -109,10 +109,11 @@ private[engine] final class DatabaseLifetime(dir: File, options: EngineOptions, 
       }
       try open()
       catch {
-        case e: LocalStateException if e.errorCode == EngineErrors.damagedDatabaseCode =>
+        case e: LocalStateException
+            if e.errorCode == EngineErrors.damagedDatabaseCode || e.errorCode == EngineErrors.newerRocksDbFilesCode =>
           // Files that passed the caller's checks but that RocksDB refuses (a snapshot uploaded from
-          // an already damaged local file, whose checksum matches the damage): the engine stays open
-          // on an empty database, so the caller can fall back to another source.
+          // an already damaged local file, whose checksum matches the damage, or one a newer RocksDB
+          // wrote): the engine stays open on an empty database, and the caller decides what next.
           TxEngine.deleteRecursively(dir.toPath)
           reopen()
           throw e
@@ -185,6 +186,7 @@ private[engine] final class DatabaseLifetime(dir: File, options: EngineOptions, 
     val fresh =
       try LocalDatabase.open(dir, natives.dbOptions, natives.dataOptions, natives.commitOptions)
       catch {
+        case e: RocksDBException if LocalDatabase.isNewerFormat(e) => throw EngineErrors.newerRocksDbFiles(dir, e)
         case e: RocksDBException if LocalDatabase.isDamage(e) => throw EngineErrors.damagedDatabase(dir, e)
         // Only a full disk is a refused write here: a held LOCK (another engine on the directory) is not.
         case e: RocksDBException if EngineErrors.isOutOfSpace(e) => throw EngineErrors.localWriteFailed(dir, e)
@@ -195,6 +197,7 @@ private[engine] final class DatabaseLifetime(dir: File, options: EngineOptions, 
         case e: Throwable =>
           fresh.close() // releases RocksDB's LOCK, so the directory can be deleted or reopened
           e match {
+            case r: RocksDBException if LocalDatabase.isNewerFormat(r) => throw EngineErrors.newerRocksDbFiles(dir, r)
             case r: RocksDBException if LocalDatabase.isDamage(r) => throw EngineErrors.damagedDatabase(dir, r)
             case _ => throw e
           }

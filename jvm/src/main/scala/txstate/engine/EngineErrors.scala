@@ -45,6 +45,14 @@ private[txstate] object EngineErrors {
       s"the local state database in $dir cannot be opened: RocksDB finds its files damaged or missing " +
         s"(${cause.getMessage}). Delete the directory; it is rebuilt from the checkpoint.", cause)
 
+  /** The code of [[newerRocksDbFiles]]: the store layer refuses the load instead of trying older files. */
+  val newerRocksDbFilesCode = "TXSTATE_NEWER_ROCKSDB_FILES"
+
+  def newerRocksDbFiles(dir: File, cause: Throwable): LocalStateException =
+    new LocalStateException(newerRocksDbFilesCode,
+      s"the RocksDB files in $dir are in a format that this RocksDB (${LocalDatabase.rocksDbVersion}) cannot read: a " +
+        s"newer RocksDB wrote them (${cause.getMessage})", cause)
+
   val localDiskFullCode = "TXSTATE_LOCAL_DISK_FULL"
   val localWriteFailedCode = "TXSTATE_LOCAL_WRITE_FAILED"
 

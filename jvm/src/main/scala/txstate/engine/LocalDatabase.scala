@@ -206,10 +206,22 @@ private[engine] object LocalDatabase {
    * CURRENT or the MANIFEST names and the directory lacks (an IOError of ENOENT). A held lock, a full
    * disk or a denied permission are not damage: deleting the directory would not help.
    */
-  def isDamage(e: RocksDBException): Boolean = Option(e.getStatus).exists { status =>
+  def isDamage(e: RocksDBException): Boolean = !isNewerFormat(e) && isDamageStatus(e)
+
+  private def isDamageStatus(e: RocksDBException): Boolean = Option(e.getStatus).exists { status =>
     status.getCode == Status.Code.Corruption || status.getCode == Status.Code.InvalidArgument ||
       (status.getCode == Status.Code.IOError && Option(e.getMessage).exists(_.contains("No such file or directory")))
   }
+
+  /**
+   * True when RocksDB refused files because a newer RocksDB wrote them (a table format version it
+   * does not know: RocksDB 8's answer to 9's SST files). Not damage: the files are sound, and
+   * deleting them would not make an older RocksDB read the checkpoint's copies either.
+   */
+  def isNewerFormat(e: RocksDBException): Boolean = Option(e.getMessage).exists(_.contains("unsupported format_version"))
+
+  /** The RocksDB this JVM loaded (the cluster's, not the one compiled against), e.g. "8.3.2". */
+  def rocksDbVersion: String = RocksDB.rocksdbVersion().toString
 
   /** Opens (or creates) the database with our families and any a newer build added (see the class comment). */
   def open(dir: File, dbOptions: DBOptions, dataOptions: ColumnFamilyOptions, commitOptions: ColumnFamilyOptions)

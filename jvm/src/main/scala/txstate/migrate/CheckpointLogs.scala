@@ -2,12 +2,15 @@ package txstate.migrate
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.Using
+import scala.util.Try
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.json4s.{JObject, JString}
 import org.json4s.jackson.JsonMethods
+
+import txstate.compat.JavaLibrary
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * The query's own logs in a checkpoint: `offsets/<batch>` (what each batch read, and the settings
@@ -25,7 +28,7 @@ final class CheckpointLogs(val root: Path, hadoopConf: Configuration) {
   def offsetFile(batch: Long): Path = new Path(offsetsDir, batch.toString)
   def commitFile(batch: Long): Path = new Path(commitsDir, batch.toString)
 
-  def read(file: Path): String = Using.resource(fs.open(file))(in => new String(in.readAllBytes(), UTF_8))
+  def read(file: Path): String = Using.resource(fs.open(file))(in => new String(JavaLibrary.readAllBytes(in), UTF_8))
 
   /** Replaces `file` in one step (write aside, then rename over it): readers see the old or the new text. */
   def replace(file: Path, text: String): Unit = {
@@ -41,12 +44,13 @@ final class CheckpointLogs(val root: Path, hadoopConf: Configuration) {
   /** The newest modification among the log files, as (file, epoch ms). */
   def newestWrite: Option[(Path, Long)] =
     Seq(offsetsDir, commitsDir).filter(fs.exists).flatMap(d => fs.listStatus(d).toSeq)
-      .filter(s => s.isFile && s.getPath.getName.toLongOption.isDefined)
-      .map(s => s.getPath -> s.getModificationTime).maxByOption(_._2)
+      .filter(s => s.isFile && Try(s.getPath.getName.toLong).isSuccess)
+      .map(s => s.getPath -> s.getModificationTime)
+      .reduceOption((newest, next) => if (next._2 > newest._2) next else newest)
 
   private def batchFiles(dir: Path): Seq[Long] =
     if (!fs.exists(dir)) Nil
-    else fs.listStatus(dir).toSeq.filter(_.isFile).flatMap(_.getPath.getName.toLongOption).sorted
+    else fs.listStatus(dir).toSeq.filter(_.isFile).flatMap(s => Try(s.getPath.getName.toLong).toOption).sorted
 }
 
 /**

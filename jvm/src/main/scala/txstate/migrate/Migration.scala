@@ -1,5 +1,6 @@
 package txstate.migrate
 
+import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
@@ -54,7 +55,7 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     val from = entry.conf.getOrElse(ProviderChoice.settingKey, ProviderChoice.Hdfs.className)
     val to = options.destination
     val stores = StoreInventory.read(logs.root, hadoopConf)
-    val oldPartitions = entry.conf.get(shufflePartitionsKey).flatMap(_.toIntOption)
+    val oldPartitions = entry.conf.get(shufflePartitionsKey).flatMap(n => Try(n.toInt).toOption)
       .orElse(stores.headOption.map(_.numPartitions)).getOrElse(0)
     options.partitions.filter(n => n < 1 || n > MigrationOptions.maxPartitions).foreach { n =>
       throw MigrationErrors.badArgument("--partitions", s"must be between 1 and ${MigrationOptions.maxPartitions}, got $n")
@@ -239,7 +240,6 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
   private def loadable(className: String): Unit =
     try Class.forName(className, false, Thread.currentThread().getContextClassLoader)
     catch { case NonFatal(e) => throw MigrationErrors.providerUnavailable(className, e) }
-
 
   /** Runs `units` (what, work) of one store with progress, and sums their digests into its report. */
   private def reportFor(store: StoreToCopy, units: Seq[(String, () => StoreDigest)]): StoreReport = {

@@ -4,12 +4,12 @@ import java.nio.charset.StandardCharsets.UTF_8
 import java.time.{Instant, ZoneOffset}
 import java.time.format.DateTimeFormatter
 
-import scala.util.Using
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileUtil, Path}
 import org.json4s.{JArray, JString}
 import org.json4s.jackson.JsonMethods
+
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * `CHECKPOINT/_txstate_migration/<time>/`: what one migration changed, written before it changes

@@ -1,5 +1,7 @@
 package txstate.migrate
 
+import scala.util.Try
+
 import org.json4s.{JBool, JInt, JNothing, JNull, JString}
 import org.json4s.jackson.JsonMethods
 
@@ -28,7 +30,7 @@ object MigrationOptions {
   def fromArgs(args: Seq[String]): MigrationOptions = {
     def bad(problem: String) = MigrationErrors.badArgument("the command line", s"$problem; usage: $usage")
     def number(flag: String, text: String): Long =
-      text.toLongOption.filter(_ >= 0).getOrElse(throw bad(s"$flag needs a non-negative number, got '$text'"))
+      Try(text.toLong).toOption.filter(_ >= 0).getOrElse(throw bad(s"$flag needs a non-negative number, got '$text'"))
     @annotation.tailrec
     def loop(rest: List[String], acc: MigrationOptions): MigrationOptions = rest match {
       case Nil => acc

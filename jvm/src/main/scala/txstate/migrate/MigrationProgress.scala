@@ -30,7 +30,7 @@ final class MigrationProgress(log: String => Unit) {
 
   def finished(what: String, digest: StoreDigest): Unit = {
     done += 1
-    log(s"phase=$phase done=$done/$total store=\"$what\" rows=${digest.rows} rowsPerSecond=$rowsPerSecond " +
+    log(s"""phase=$phase done=$done/$total store="$what" rows=${digest.rows} rowsPerSecond=$rowsPerSecond """ +
       s"etaSeconds=${etaSeconds.getOrElse(-1L)}")
   }
 

@@ -2,10 +2,10 @@ package txstate.migrate
 
 import java.io.{DataInputStream, EOFException}
 
-import scala.util.Using
-
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.types.{DataType, StructType}
+
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * The key and value schema Spark records for a store of a non-transformWithState operator, in the

@@ -11,6 +11,7 @@ import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreCon
 import org.apache.spark.sql.internal.SQLConf
 
 import txstate.checkpoint.SnapshotNames
+import txstate.compat.StateApi
 import txstate.spark.CheckpointIdChoice
 
 /**
@@ -158,7 +159,7 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
   private def read(provider: String, store: StoreToCopy, partition: Int, version: Long, checkpointId: Option[String])
       (each: (UnsafeRow, UnsafeRow) => Unit): Unit =
     withProvider(provider, store, partition, stateRoot, storeConf) { source =>
-      val in = source.getReadStore(version, checkpointId)
+      val in = StateApi.readStore(source, version, checkpointId)
       try in.iterator().foreach(pair => each(pair.key, pair.value))
       finally in.abort()
     }
@@ -176,8 +177,8 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
       settings: Map[String, String]): StateStoreProvider = {
     val id = StateStoreId(root.toString, store.operatorId, partition, store.storeName)
     val provider = StateStoreProvider.create(className)
-    try provider.init(id, store.keySchema, store.valueSchema, store.encoderSpec, false, storeConfOf(settings),
-      hadoopConf, false, None)
+    try StateApi.initProvider(provider, id, store.keySchema, store.valueSchema, store.encoderSpec, storeConfOf(settings),
+      hadoopConf)
     catch { case NonFatal(e) => provider.close(); throw e }
     provider
   }

@@ -1,11 +1,13 @@
 package txstate.migrate
 
+import scala.util.Try
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec,
-  PrefixKeyScanStateEncoderSpec, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.StructType
 
+import txstate.compat.StateApi.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec}
 import txstate.spark.{SparkOperatorMetadata, StoreSchemaFile}
 
 /**
@@ -79,5 +81,5 @@ object StoreInventory {
 
   private def numericDirs(fs: FileSystem, dir: Path): Seq[Long] =
     if (!fs.exists(dir)) Nil
-    else fs.listStatus(dir).toSeq.filter(_.isDirectory).flatMap(_.getPath.getName.toLongOption).sorted
+    else fs.listStatus(dir).toSeq.filter(_.isDirectory).flatMap(s => Try(s.getPath.getName.toLong).toOption).sorted
 }

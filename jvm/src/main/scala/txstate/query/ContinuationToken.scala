@@ -3,6 +3,8 @@ package txstate.query
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.Base64
 
+import scala.util.Try
+
 import org.json4s.{JObject, JString}
 import org.json4s.jackson.JsonMethods
 
@@ -35,7 +37,7 @@ private[query] object ContinuationToken {
     (json \ "type", json \ "after") match {
       case (JString(`queryType`), JObject(fields)) =>
         ContinuationToken(queryType, fields.map {
-          case (p, JString(k)) => p.toIntOption.getOrElse(throw bad(s"partition '$p'")) -> Base64.getDecoder.decode(k)
+          case (p, JString(k)) => Try(p.toInt).toOption.getOrElse(throw bad(s"partition '$p'")) -> Base64.getDecoder.decode(k)
           case (p, _) => throw bad(s"partition '$p'")
         }.toMap)
       case (JString(other), _) => throw bad(s"it continues a $other query")

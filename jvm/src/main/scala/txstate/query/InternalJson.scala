@@ -2,8 +2,6 @@ package txstate.query
 
 import java.util.Base64
 
-import scala.jdk.CollectionConverters._
-
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.{ArrayNode, JsonNodeFactory, ObjectNode}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -11,6 +9,8 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.catalyst.util.{ArrayBasedMapData, ArrayData, GenericArrayData, MapData}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
+
+import txstate.compat.ScalaLibrary.CollectionConverters._
 
 /**
  * Spark's internal values <-> JSON, as docs/query-protocol.md specifies: what crosses py4j between

@@ -6,6 +6,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{InterpretedOrdering, UnsafeRow}
 
+import txstate.compat.JavaLibrary
 import txstate.engine.{CommittedView, KeyRange}
 import txstate.spark.{ColumnFamilies, RowCodec}
 
@@ -71,7 +72,7 @@ private[query] object PartitionReader {
       keep: UnsafeRow => Boolean): RawAnswer.Page =
     if (page.finished) RawAnswer.Page(Nil, None)
     else {
-      val from = page.after.map(a => stored(a :+ 0.toByte)).filter(f => java.util.Arrays.compareUnsigned(f, range.from) > 0)
+      val from = page.after.map(a => stored(a :+ 0.toByte)).filter(f => JavaLibrary.compareUnsigned(f, range.from) > 0)
       val rows = mutable.ArrayBuffer.empty[(Array[Byte], StoredRow)]
       val it = view.range(KeyRange(from.getOrElse(range.from), range.until))
       try {
@@ -138,5 +139,5 @@ private[query] object PartitionReader {
 
   /** The value a reader sees: the row, or the first of a multi-valued key's list. */
   private def firstValue(codec: RowCodec, bytes: Array[Byte]): Option[UnsafeRow] =
-    codec.decodeStored(bytes).nextOption().map(_.copy())
+    codec.decodeStored(bytes).take(1).map(_.copy()).toList.headOption
 }

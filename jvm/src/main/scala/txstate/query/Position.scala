@@ -15,7 +15,7 @@ final case class Position(version: Long, checkpointId: Option[String], commitTim
  * at least there.
  */
 final case class MergedPosition(partitions: Map[Int, Position]) {
-  def oldest: Option[Position] = partitions.values.minByOption(_.version)
+  def oldest: Option[Position] = partitions.values.toSeq.sortBy(_.version).headOption
   def batchId: Option[Long] = oldest.map(_.batchId)
 }
 

@@ -2,13 +2,13 @@ package txstate.query
 
 import java.util.UUID
 
-import scala.jdk.CollectionConverters._
 import scala.util.Try
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.types.StructType
 
+import txstate.compat.ScalaLibrary.CollectionConverters._
 import txstate.spark.StoreSchema
 
 /**
@@ -42,7 +42,7 @@ private[txstate] object RequestJson {
       if (!ps.isArray || !ps.elements().asScala.forall(p => p.isIntegralNumber && p.canConvertToInt)) {
         throw badRequest("'partitions' must be an array of partition numbers")
       }
-      ps.elements().asScala.map(_.asInt).toSeq
+      ps.elements().asScala.map(_.asInt).toList
     }
 
   /** The whole request on `store`, whose keys and values have `schema`. */
@@ -77,7 +77,7 @@ private[txstate] object RequestJson {
       case "key" => KeyQuery(row(node.get("key"), keySchema, "key"))
       case "multiKey" =>
         val keys = Option(node.get("keys")).filter(_.isArray).getOrElse(throw badRequest("'keys' must be an array"))
-        MultiKeyQuery(keys.elements().asScala.zipWithIndex.map { case (k, i) => row(k, keySchema, s"keys[$i]") }.toSeq)
+        MultiKeyQuery(keys.elements().asScala.zipWithIndex.map { case (k, i) => row(k, keySchema, s"keys[$i]") }.toList)
       case "range" => RangeQuery(optRow("lower"), optRow("upper"), flag(node, "descending"), limit, continuation, changedSince)
       case "prefix" =>
         val prefix = Option(node.get("prefix")).filter(_.isArray).getOrElse(throw badRequest("'prefix' must be an array"))
@@ -92,12 +92,12 @@ private[txstate] object RequestJson {
 
   /** `{"batch": N}` or `{"ms": T}` (docs/query-protocol.md, "Request"). */
   private def readChangedSince(node: JsonNode): ChangedSince =
-    (if (node.isObject) node.fieldNames().asScala.toSeq else Nil) match {
+    (if (node.isObject) node.fieldNames().asScala.toList else Nil) match {
       case Seq("batch") => ChangedSince.Batch(wholeNumber(node.get("batch"), "changedSince.batch", "a batch id (0 or more)", min = 0))
       case Seq("ms") => ChangedSince.TimeMs(wholeNumber(node.get("ms"), "changedSince.ms",
         "a batch time in milliseconds since the epoch (0 or more)", min = 0))
-      case _ => throw badRequest(s"'changedSince' must be {\"batch\": N} (rows last written by batch N or later) or " +
-        s"{\"ms\": T} (by a batch whose time is T or later), got $node")
+      case _ => throw badRequest(s"""'changedSince' must be {"batch": N} (rows last written by batch N or later) or """ +
+        s"""{"ms": T} (by a batch whose time is T or later), got $node""")
     }
 
   /** The position a reader must have reached (docs/query-protocol.md, "Bounds"). */
@@ -108,7 +108,7 @@ private[txstate] object RequestJson {
       case "atLeastBatch" => PositionBound.AtLeastBatch(batchNumber(node.get("batchId"), "bound.batchId"))
       case "atLeast" =>
         val partitions = optional(node, "partitions").map(_.properties().asScala.map { e =>
-          e.getKey.toIntOption.getOrElse(throw badRequest(s"bound.partitions has '${e.getKey}', not a partition number")) ->
+          Try(e.getKey.toInt).toOption.getOrElse(throw badRequest(s"bound.partitions has '${e.getKey}', not a partition number")) ->
             Position(batchNumber(e.getValue, s"bound.partitions.${e.getKey}") + 1, None, 0L, Nil)
         }.toMap).getOrElse(Map.empty)
         val oldest = optional(node, "batchId").map(b => -1 -> Position(batchNumber(b, "bound.batchId") + 1, None, 0L, Nil))

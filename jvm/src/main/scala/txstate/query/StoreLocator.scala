@@ -2,11 +2,13 @@ package txstate.query
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.Using
+import scala.util.Try
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
+import txstate.compat.JavaLibrary
+import txstate.compat.ScalaLibrary.Using
 import txstate.spark.{KeyPlacement, LiveStores, SparkOperatorMetadata, StoreSchema, StoreSchemaFile}
 
 /** A resolved store set: where it lives, how many partitions it has, and how its rows are encoded. */
@@ -61,7 +63,7 @@ object StoreLocator {
           "is the query stateful, and has its first batch run?")
     }
     def known = operators.map { case (id, m) => m.name.fold(id.toString)(n => s"$id ($n)") }.mkString(", ")
-    val (operatorId, metadata) = operator.trim.toLongOption match {
+    val (operatorId, metadata) = Try(operator.trim.toLong).toOption match {
       case Some(id) => operators.find(_._1 == id).getOrElse(throw QueryErrors.unknownOperator(
         s"checkpoint $root has no stateful operator $id; its operators are: $known"))
       case None => operators.filter(_._2.name.exists(_.equalsIgnoreCase(operator.trim))) match {
@@ -103,7 +105,7 @@ object StoreLocator {
   /** The newest batch in the query's commit log: the last batch Spark finished. */
   def latestCommittedBatch(checkpoint: String, hadoopConf: Configuration): Option[Long] = {
     val commits = new Path(checkpoint, "commits")
-    numericChildren(commits.getFileSystem(hadoopConf), commits, files = true).maxOption
+    numericChildren(commits.getFileSystem(hadoopConf), commits, files = true).reduceOption(_ max _)
   }
 
   /** The source offsets of batch `batchId` from the query's offset log, one JSON string per source. */
@@ -124,11 +126,11 @@ object StoreLocator {
     val file = new Path(new Path(checkpoint, "offsets"), batchId.toString)
     val fs = file.getFileSystem(hadoopConf)
     if (!fs.exists(file)) Nil
-    else Using.resource(fs.open(file))(in => new String(in.readAllBytes(), UTF_8)).split("\n").toSeq
+    else Using.resource(fs.open(file))(in => new String(JavaLibrary.readAllBytes(in), UTF_8)).split("\n").toSeq
   }
 
   private def numericChildren(fs: FileSystem, dir: Path, files: Boolean = false): Seq[Long] =
     if (!fs.exists(dir)) Nil
     else fs.listStatus(dir).toSeq.filter(s => if (files) s.isFile else s.isDirectory)
-      .flatMap(_.getPath.getName.toLongOption).sorted
+      .flatMap(s => Try(s.getPath.getName.toLong).toOption).sorted
 }

@@ -4,6 +4,7 @@ import java.io.{ByteArrayOutputStream, IOException, InputStream}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.Semaphore
 
+import scala.util.Try
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.ObjectMapper
@@ -96,7 +97,7 @@ final class HttpApi(follower: Follower, hadoopConf: Configuration, token: Option
   /** The body as UTF-8, or a 413 past --max-request-bytes (read no further than that). */
   private def readBody(exchange: HttpExchange): Either[HttpFailure, String] = {
     val max = limits.maxRequestBytes
-    val declared = Option(exchange.getRequestHeaders.getFirst("Content-Length")).flatMap(_.trim.toLongOption)
+    val declared = Option(exchange.getRequestHeaders.getFirst("Content-Length")).flatMap(n => Try(n.trim.toLong).toOption)
     val body =
       try Right(if (declared.exists(_ > max)) None else readAtMost(exchange.getRequestBody, max))
       catch {

@@ -1,11 +1,12 @@
 package txstate.serve
 
-import scala.jdk.CollectionConverters._
+import scala.util.Try
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.ObjectNode
 
+import txstate.compat.ScalaLibrary.CollectionConverters._
 import txstate.query.PagedQuery
 
 /**
@@ -61,8 +62,8 @@ private[serve] object RequestChecks {
         else if (batchId.exists(!batch(_))) Some("'batchId' must be a batch number")
         else partitions.flatMap { ps =>
           val entries = if (ps.isObject) ps.properties().asScala.toSeq else Nil
-          if (!ps.isObject || entries.exists(e => e.getKey.toIntOption.forall(_ < 0) || !batch(e.getValue))) {
-            Some(s"'partitions' must map partition numbers to batch numbers, e.g. {\"0\": 4}, got $ps")
+          if (!ps.isObject || entries.exists(e => Try(e.getKey.toInt).toOption.forall(_ < 0) || !batch(e.getValue))) {
+            Some(s"""'partitions' must map partition numbers to batch numbers, e.g. {"0": 4}, got $ps""")
           } else None
         }
       case _ => Some("'type' must be unbounded, atLeastBatch or atLeast")

@@ -60,7 +60,7 @@ object ServeErrors {
       "follow 'continuation' for the next page")
 
   def badField(field: String, why: String): HttpFailure = HttpFailure(400, "TXSTATE_SERVE_BAD_REQUEST",
-    s"'$field' $why (docs/query-protocol.md, \"Request\")")
+    s"""'$field' $why (docs/query-protocol.md, "Request")""")
 
   def unknownQueryType(queryType: String): HttpFailure = HttpFailure(400, "TXSTATE_SERVE_UNKNOWN_QUERY_TYPE",
     s"unknown query type '$queryType'; this server answers ${HttpApi.queryTypes.mkString(", ")} " +
@@ -77,8 +77,8 @@ object ServeErrors {
     val message = Option(e.getMessage).getOrElse("")
     val Coded = """(?s)\[(TXSTATE_[A-Z_]+)\]\s*(.*)""".r
     message match {
-      case Coded(code, rest) => HttpFailure(400, code, rest.linesIterator.nextOption().getOrElse(""))
-      case _ => HttpFailure(400, "TXSTATE_SERVE_BAD_REQUEST", message.linesIterator.nextOption().getOrElse(""))
+      case Coded(code, rest) => HttpFailure(400, code, rest.linesIterator.take(1).mkString)
+      case _ => HttpFailure(400, "TXSTATE_SERVE_BAD_REQUEST", message.linesIterator.take(1).mkString)
     }
   }
 }

@@ -3,7 +3,7 @@ package txstate.serve
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.{AtomicInteger, LongAdder}
 
-import scala.jdk.CollectionConverters._
+import txstate.compat.ScalaLibrary.CollectionConverters._
 
 /**
  * What the HTTP side counts: answers by endpoint and status code, requests refused by a limit

@@ -1,6 +1,7 @@
 package txstate.serve
 
 import scala.annotation.tailrec
+import scala.util.Try
 
 /**
  * The serving process's command line, checked once into typed fields (docs/serving.md). Secrets
@@ -64,7 +65,7 @@ object ServeOptions {
     val d = ServeOptions("", "")
     def text(flag: String, default: String): String = flags.get(flag).map(_.trim).getOrElse(default)
     def long(flag: String, default: Long, min: Long, max: Long): Long = flags.get(flag).fold(default) { v =>
-      val n = v.trim.toLongOption.getOrElse(throw ServeErrors.badArgument(flag, s"expected a whole number, got '$v'"))
+      val n = Try(v.trim.toLong).toOption.getOrElse(throw ServeErrors.badArgument(flag, s"expected a whole number, got '$v'"))
       if (n < min || n > max) throw ServeErrors.badArgument(flag, s"must be between $min and $max, got $n")
       n
     }
@@ -90,7 +91,7 @@ object ServeOptions {
 
   private def partitionList(v: String): Seq[Int] = {
     val parts = v.split(",").map(_.trim).filter(_.nonEmpty).toSeq
-    val numbers = parts.map(p => p.toIntOption.filter(_ >= 0)
+    val numbers = parts.map(p => Try(p.toInt).toOption.filter(_ >= 0)
       .getOrElse(throw ServeErrors.badArgument("--partitions", s"expected partition numbers such as 0,1,2, got '$v'")))
     if (numbers.isEmpty) throw ServeErrors.badArgument("--partitions", "is empty; leave it out to follow every partition")
     numbers

@@ -1,10 +1,11 @@
 package txstate.serve
 
 import java.io.File
-import java.security.KeyStore
 import javax.net.ssl.{KeyManagerFactory, SSLContext}
 
 import scala.util.control.NonFatal
+
+import txstate.compat.JavaLibrary
 
 /** The TLS context of an HTTPS server, from a PKCS12 or JKS keystore (docs/serving.md, "TLS"). */
 object Tls {
@@ -15,8 +16,8 @@ object Tls {
     val file = new File(keystore)
     if (!file.isFile) throw ServeErrors.unreadableKeystore(keystore, "no such file")
     try {
-      // getInstance(File, ...) finds the type (PKCS12 or JKS) from the file's contents.
-      val store = KeyStore.getInstance(file, password)
+      // The type (PKCS12 or JKS) is found from the file's contents.
+      val store = JavaLibrary.loadKeyStore(file, password)
       val keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm)
       keys.init(store, password)
       val context = SSLContext.getInstance("TLS")

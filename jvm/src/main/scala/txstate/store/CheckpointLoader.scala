@@ -5,7 +5,7 @@ import scala.util.control.NonFatal
 import org.slf4j.LoggerFactory
 
 import txstate.checkpoint.{ChangelogHeader, CheckpointReader, Lineage, LineageChain, SnapshotManifest}
-import txstate.engine.{CommitPoint, TxEngine}
+import txstate.engine.{CommitPoint, EngineErrors, LocalStateException, TxEngine}
 
 /**
  * Makes a local engine hold a version that the checkpoint files describe: by replaying the
@@ -73,6 +73,9 @@ private[store] final class CheckpointLoader(engine: TxEngine, checkpoint: Checkp
         val usable =
           try { restoreSnapshot(checkpoint.readManifest(level, id)); true }
           catch {
+            case e: LocalStateException if e.errorCode == EngineErrors.newerRocksDbFilesCode =>
+              val writer = chain.sortBy(_.version).lastOption.map(_.writtenBy)
+              throw StoreErrors.writtenByNewerLine(version, label, checkpoint.root, level, writer, e)
             case NonFatal(e) =>
               log.warn(s"txstate: snapshot of version $level of $label is unusable, falling back to an older one: " +
                 e.getMessage)

@@ -31,6 +31,19 @@ private[txstate] object StoreErrors {
   def cannotRebuild(version: Long, store: String, root: Path, why: String, cause: Throwable = null): StoreException =
     new StoreException("TXSTATE_CANNOT_LOAD", s"cannot rebuild version $version of $store from $root: $why", cause)
 
+  /**
+   * A snapshot holds RocksDB files this Spark's RocksDB cannot read: a newer Spark line wrote them.
+   * Older snapshots of such a checkpoint are as new, so no fallback is tried: the load is refused.
+   */
+  def writtenByNewerLine(version: Long, store: String, root: Path, snapshotVersion: Long, writtenBy: Option[String],
+      cause: Throwable): StoreException =
+    new StoreException("TXSTATE_CHECKPOINT_FROM_NEWER_SPARK",
+      s"cannot load version $version of $store from $root: the snapshot of version $snapshotVersion holds RocksDB " +
+        s"files that this Spark's RocksDB cannot read (${cause.getMessage}). " +
+        writtenBy.fold("A newer Spark line wrote them.")(w => s"Version $version was written by txstate-spark $w.") +
+        " A checkpoint moves to newer Spark lines (3.5 to 4.x), not back: run the query on the Spark line that " +
+        "wrote it or a newer one, or restore a copy of the checkpoint taken before it ran there.", cause)
+
   def snapshotMismatch(path: Path, found: String): StoreException =
     new StoreException("TXSTATE_CANNOT_LOAD", s"snapshot $path holds $found, not what its manifest says")
 

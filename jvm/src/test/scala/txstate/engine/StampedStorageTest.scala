@@ -130,7 +130,7 @@ final class StampedStorageTest extends AnyFunSuite with TempDirectories {
     val p = CommitPoint(7, Some("id-7"), 2, t0, 42, WriteStamp(6, t0 - 1), Some(t0 - 500), "1.2.3")
     assert(CommitPoint.fromBytes(p.toBytes) == p)
     val untimed = CommitPoint(1, None, 2, 0, 0)
-    assert(CommitPoint.fromBytes(untimed.toBytes) == untimed.copy(writtenBy = Release.version))
+    assert(CommitPoint.fromBytes(untimed.toBytes) == untimed.copy(writtenBy = Release.writer))
     assert(untimed.stamp == WriteStamp.unknown && untimed.timeIndexSinceMs.isEmpty)
   }
 

@@ -39,7 +39,7 @@ final class CheckpointLogsTest extends AnyFunSuite with CheckpointFixture {
   test("the newest write is the most recently modified batch file of either log, whatever else changed later") {
     val ck = newCheckpoint()
     (0 to 2).foreach(logBatch(ck, _))
-    val base = System.currentTimeMillis() - 3_600_000L
+    val base = System.currentTimeMillis() - 3600000L
     Seq("offsets", "commits").flatMap(d => (0 to 2).map(b => ck.file(s"$d/$b"))).foreach(f => assert(f.setLastModified(base)))
     assert(ck.file("commits/1").setLastModified(base + 5000))
     assert(write(ck.file("offsets/.3.tmp"), "").setLastModified(base + 9000))

@@ -4,9 +4,11 @@ import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStoreId, StateStoreProvider}
+import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StateStoreProvider}
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.compat.StateApi
+import txstate.compat.StateApi.NoPrefixKeyStateEncoderSpec
 import txstate.spark.{CheckpointFixture, KeyPlacement, SparkOperatorMetadata}
 
 /**
@@ -33,9 +35,9 @@ final class MigrationTest extends AnyFunSuite with CheckpointFixture {
     val runConf = new Configuration(hadoopConf)
     runConf.set("sql.streaming.runId", UUID.randomUUID().toString) // what Spark's executors give a provider
     try {
-      provider.init(StateStoreId(ck.stateRoot, 0, p), aggKeySchema, aggValueSchema,
-        NoPrefixKeyStateEncoderSpec(aggKeySchema), false, storeConf(), runConf, false, None)
-      val store = provider.getReadStore(aggVersion)
+      StateApi.initProvider(provider, StateStoreId(ck.stateRoot, 0, p), aggKeySchema, aggValueSchema,
+        NoPrefixKeyStateEncoderSpec(aggKeySchema), storeConf(), runConf)
+      val store = StateApi.readStore(provider, aggVersion, None)
       try pairs(store.iterator(), aggKeySchema, aggValueSchema).toMap finally store.abort()
     } finally provider.close()
   }

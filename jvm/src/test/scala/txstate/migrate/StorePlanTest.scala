@@ -43,7 +43,7 @@ final class StorePlanTest extends AnyFunSuite with CheckpointFixture {
   test("rescaling places each key by Spark's hash of its whole key for aggregations and deduplication") {
     for (operator <- Seq("stateStoreSave", "dedupe"); n <- Seq(1, 3, 7)) {
       val placement = StorePlan(store(operator), Some(n)).placement.get
-      for (user <- Seq("ann", "bob", "", "zoë"); day <- Seq(-1, 0, 17, 20_000)) {
+      for (user <- Seq("ann", "bob", "", "zoë"); day <- Seq(-1, 0, 17, 20000)) {
         val expected = sparkPartition(Seq(UTF8String.fromString(user) -> StringType, day -> IntegerType), n)
         assert(placement.partitionOf(key(user, day)) == expected, s"$operator, ($user, $day) into $n partitions")
       }

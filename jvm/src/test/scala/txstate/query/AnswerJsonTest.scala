@@ -3,10 +3,10 @@ package txstate.query
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import org.apache.spark.sql.execution.streaming.state.RangeKeyScanStateEncoderSpec
 import org.apache.spark.sql.types.{DataType, IntegerType, LongType, StringType, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.compat.StateApi.RangeKeyScanStateEncoderSpec
 import txstate.engine.WriteStamp
 import txstate.spark.{ProviderFixture, StoreSchema}
 
@@ -20,9 +20,9 @@ final class AnswerJsonTest extends AnyFunSuite with ProviderFixture {
   private val description = StoreDescription("file:/ck", "file:/ck/state", 0, Some("stateStoreSave"), "default", 4,
     StoreSchema(keySchema, valueSchema, RangeKeyScanStateEncoderSpec(keySchema, Seq(1)), multiValued = false), Some(2))
 
-  private val newer = Position(5, Some("id-5"), 1_795_000_000_500L, Seq("""{"topic":{"0":42}}""", "3"))
-  private val older = Position(4, None, 1_795_000_000_000L, Nil)
-  private def row(user: String, day: Int, n: Long, written: WriteStamp = WriteStamp(4, 1_795_000_000_000L)) =
+  private val newer = Position(5, Some("id-5"), 1795000000500L, Seq("""{"topic":{"0":42}}""", "3"))
+  private val older = Position(4, None, 1795000000000L, Nil)
+  private def row(user: String, day: Int, n: Long, written: WriteStamp = WriteStamp(4, 1795000000000L)) =
     StoredRow(key(user, day), value(n), written)
 
   private def json(node: JsonNode): JsonNode = mapper.readTree(AnswerJson.render(node))

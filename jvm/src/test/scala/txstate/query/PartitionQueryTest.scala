@@ -3,10 +3,11 @@ package txstate.query
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStoreId}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.compat.StateApi.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec}
 import txstate.spark.{ProviderFixture, StoreSchemaFile, TxStateStoreProvider}
 
 /** Query answers of one partition, read from a real provider's committed view. */

@@ -2,10 +2,10 @@ package txstate.query
 
 import java.util.UUID
 
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec
 import org.apache.spark.sql.types.{IntegerType, LongType, StringType, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.compat.StateApi.NoPrefixKeyStateEncoderSpec
 import txstate.spark.{ProviderFixture, StoreSchema}
 
 /**

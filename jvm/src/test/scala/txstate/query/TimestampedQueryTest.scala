@@ -5,11 +5,10 @@ import scala.util.Random
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec,
-  PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec}
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.compat.StateApi.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec}
 import txstate.engine.WriteStamp
 import txstate.spark.{ColumnFamilies, ProviderFixture, RowCodec}
 import txstate.store.{BatchClock, LocalDirectory, StoreInstance, StoreOptions}
@@ -29,7 +28,7 @@ final class TimestampedQueryTest extends AnyFunSuite with ProviderFixture {
   private val makeValue = new RowMaker(valueSchema)
 
   /** Batch `b`'s stamp: its id and a time that is not a function of the id alone the reader could guess. */
-  private def stampOf(b: Long): WriteStamp = WriteStamp(b, 1_700_000_000_000L + b * 997 + (b % 3) * 50)
+  private def stampOf(b: Long): WriteStamp = WriteStamp(b, 1700000000000L + b * 997 + (b % 3) * 50)
 
   /**
    * The store's history: version 1 untimed (every key, unknown age), then batches 3 to 8 each

@@ -1,5 +1,6 @@
 package txstate.serve
 
+import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 
 import org.scalatest.funsuite.AnyFunSuite
@@ -55,10 +56,10 @@ final class ServeOptionsTest extends AnyFunSuite {
 
     val file = Files.createTempFile("txstate-token", "")
     try {
-      Files.writeString(file, "file-secret\nignored\n")
+      Files.write(file, "file-secret\nignored\n".getBytes(UTF_8))
       val fromFile = Auth.token(open.copy(tokenFile = Some(file.toString)), Map(ServeOptions.tokenEnv -> "env-secret")).get
       assert(fromFile.accepts(Some("Bearer file-secret")) && !fromFile.accepts(Some("Bearer env-secret")))
-      Files.writeString(file, "  \n")
+      Files.write(file, "  \n".getBytes(UTF_8))
       val empty = intercept[IllegalArgumentException](Auth.token(open.copy(tokenFile = Some(file.toString)), Map.empty))
       assert(empty.getMessage.startsWith("[TXSTATE_SERVE_TOKEN_EMPTY]"))
     } finally Files.delete(file)

@@ -4,24 +4,24 @@ import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 
-import scala.jdk.CollectionConverters._
-import scala.util.Using
-
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{OperatorInfoV1, OperatorStateMetadataV1,
-  OperatorStateMetadataV1Writer, SchemaHelper, StateStoreColFamilySchema, StateStoreId, StateStoreMetadataV1}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.{LongType, StringType, StructType}
 import org.json4s.{JObject, JString}
 import org.json4s.jackson.JsonMethods
 import org.scalatest.Suite
 
+import txstate.compat.ScalaLibrary.CollectionConverters._
+import txstate.compat.ScalaLibrary.Using
+
 /**
  * A streaming query's checkpoint as Spark lays it out, written without running a query: the
  * offset and commit logs in Spark's text format, Spark's operator metadata and state schema files
- * through Spark's own writers, and state committed by real txstate providers.
+ * through Spark's own writers (`SparkMetadataFiles`, per Spark line), and state committed by real
+ * txstate providers.
  */
 trait CheckpointFixture extends ProviderFixture { this: Suite =>
   val hadoopConf = new Configuration()
@@ -35,7 +35,10 @@ trait CheckpointFixture extends ProviderFixture { this: Suite =>
 
   def newCheckpoint(): TestCheckpoint = new TestCheckpoint(newTempDir("checkpoint"))
 
-  /** A copy of the checkpoint of a real Spark run (`agg` or `dedup`, see [[CheckpointFixture.sparkRuns]]). */
+  /**
+   * A copy of the checkpoint of a real Spark run (`agg` or `dedup`, see [[CheckpointFixture.sparkRuns]]),
+   * as this line's provider can load it (`SparkMetadataFiles.loadableOnThisLine`).
+   */
   def sparkRunCheckpoint(query: String): TestCheckpoint = {
     val source = new File(CheckpointFixture.sparkRuns, s"$query/checkpoint").toPath
     val target = newTempDir(query).toPath
@@ -44,6 +47,7 @@ trait CheckpointFixture extends ProviderFixture { this: Suite =>
       val copy = target.resolve(source.relativize(p).toString)
       if (Files.isDirectory(p)) Files.createDirectories(copy) else Files.copy(p, copy)
     } finally paths.close()
+    SparkMetadataFiles.loadableOnThisLine(target.toFile)
     new TestCheckpoint(target.toFile)
   }
 
@@ -58,10 +62,8 @@ trait CheckpointFixture extends ProviderFixture { this: Suite =>
   /** Spark's operator metadata of `operatorId`, by Spark's writer; stores as (name, numColsPrefixKey). */
   def writeOperatorMetadata(ck: TestCheckpoint, operatorId: Long, operatorName: String, numPartitions: Int,
       stores: Seq[(String, Int)] = Seq(StateStoreId.DEFAULT_STORE_NAME -> 0)): File = {
-    val operatorDir = new Path(ck.stateRoot, operatorId.toString)
-    new OperatorStateMetadataV1Writer(operatorDir, hadoopConf).write(OperatorStateMetadataV1(
-      OperatorInfoV1(operatorId, operatorName),
-      stores.map { case (name, prefix) => StateStoreMetadataV1(name, prefix, numPartitions) }.toArray))
+    SparkMetadataFiles.writeOperatorMetadata(new Path(ck.stateRoot, operatorId.toString), operatorId, operatorName,
+      numPartitions, stores, hadoopConf)
     ck.file(s"state/$operatorId/_metadata/metadata")
   }
 
@@ -71,12 +73,7 @@ trait CheckpointFixture extends ProviderFixture { this: Suite =>
     val storeDir = StateStoreId(ck.stateRoot, operatorId, 0, storeName).storeCheckpointLocation()
     val file = new Path(new Path(storeDir, "_metadata"), "schema")
     val fs = file.getFileSystem(hadoopConf)
-    Using.resource(fs.create(file, true)) { out =>
-      // Spark writes format 1 no more (its factory refuses it), but reads it, and old checkpoints have it.
-      val writer = if (format == 1) new SchemaHelper.SchemaV1Writer else SchemaHelper.SchemaWriter.createSchemaWriter(format)
-      writer.write(
-        List(StateStoreColFamilySchema(storeName, 0, keySchema, 0, valueSchema)), out)
-    }
+    Using.resource(fs.create(file, true))(out => SparkMetadataFiles.writeSchema(storeName, keySchema, valueSchema, format, out))
     file
   }
 

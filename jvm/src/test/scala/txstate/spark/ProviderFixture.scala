@@ -12,7 +12,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.Suite
 
 import txstate.TempDirectories
-import txstate.compat.StateApi.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, StateStoreIterator}
+import txstate.compat.StateApi.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec}
 
 /**
  * Builds providers the way Spark's executors do (constructor, then `init`), without a
@@ -83,8 +83,11 @@ trait ProviderFixture extends TempDirectories { this: Suite =>
     }
 
   /** Drains a store iterator into (key values, value values), copying each row (Spark may reuse them); closes it. */
-  def pairs(it: StateStoreIterator[UnsafeRowPair], keySchema: StructType, valueSchema: StructType)
+  def pairs(it: Iterator[UnsafeRowPair], keySchema: StructType, valueSchema: StructType)
       : Vector[(Seq[Any], Seq[Any])] =
     try it.map(p => (values(p.key.copy(), keySchema), values(p.value.copy(), valueSchema))).toVector
-    finally it.close()
+    finally it match {
+      case closeable: AutoCloseable => closeable.close() // 4.x's iterators, and txstate's on 3.5
+      case _ => () // Spark 3.5's own providers' iterators have nothing to close
+    }
 }

@@ -3,12 +3,12 @@ package txstate.query.follow
 import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 
-import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.slf4j.LoggerFactory
 
+import txstate.compat.ScalaLibrary.CollectionConverters._
 import txstate.query.{QueryErrors, StoreLocator}
 
 /**
@@ -45,7 +45,7 @@ object Followers {
   }
 
   def get(id: String): Follower =
-    Option(open.get(id)).getOrElse(throw QueryErrors.unknownFollower(id, open.keys().asScala.toSeq))
+    Option(open.get(id)).getOrElse(throw QueryErrors.unknownFollower(id, open.keys().asScala.toList))
 
   /** Closes and forgets follower `id`; false when there is none. */
   def close(id: String): Boolean = Option(open.remove(id)).exists { f =>

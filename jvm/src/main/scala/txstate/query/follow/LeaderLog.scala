@@ -2,11 +2,13 @@ package txstate.query.follow
 
 import java.nio.charset.StandardCharsets.UTF_8
 
-import scala.util.Using
+import scala.util.Try
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 
+import txstate.compat.JavaLibrary
+import txstate.compat.ScalaLibrary.Using
 import txstate.spark.CommitLogIds
 import txstate.store.ReadOnlyFileSystem
 
@@ -24,9 +26,9 @@ private[query] final class LeaderLog(checkpoint: String, hadoopConf: Configurati
   /** The newest committed batch, if the leader has finished one. */
   def newest(): Option[LeaderCommit] = {
     val entries = if (!fs.exists(commits)) Nil else fs.listStatus(commits).toSeq.filter(_.isFile)
-      .flatMap(s => s.getPath.getName.toLongOption.map(_ -> s))
-    entries.maxByOption(_._1).map { case (batch, status) =>
-      val text = Using.resource(fs.open(status.getPath))(in => new String(in.readAllBytes(), UTF_8))
+      .flatMap(s => Try(s.getPath.getName.toLong).toOption.map(_ -> s))
+    entries.sortBy(_._1).lastOption.map { case (batch, status) =>
+      val text = Using.resource(fs.open(status.getPath))(in => new String(JavaLibrary.readAllBytes(in), UTF_8))
       LeaderCommit(batch, status.getModificationTime, CommitLogIds.parse(text))
     }
   }

@@ -2,8 +2,9 @@ package txstate.query.source
 
 import java.util.{Locale, UUID}
 
-import scala.jdk.CollectionConverters._
+import scala.util.Try
 
+import txstate.compat.ScalaLibrary.CollectionConverters._
 import txstate.query.ChangedSince
 
 /** Which state a read names: a checkpoint, or a query running in this session (by name or id). */
@@ -59,7 +60,7 @@ private[source] object SourceOptions {
       case v => throw SourceErrors.badOption(name, v, "true or false")
     }
     def long(name: String, min: Long) = get(name).map { v =>
-      v.toLongOption.filter(_ >= min).getOrElse(throw SourceErrors.badOption(name, v, s"a whole number >= $min"))
+      Try(v.toLong).toOption.filter(_ >= min).getOrElse(throw SourceErrors.badOption(name, v, s"a whole number >= $min"))
     }
     val protocol = get("protocol").map { p =>
       if (!protocols.contains(p)) throw SourceErrors.badOption("protocol", p, protocols.mkString(" or "))

@@ -83,7 +83,7 @@ private[source] final class FollowerScan(spark: SparkSession, scan: StateScan) e
     val conf = spark.sessionState.newHadoopConf()
     scan.planInputPartitions().flatMap { p =>
       val reader = new StatePartitionReader(p.asInstanceOf[StatePartition], conf)
-      Iterator.continually(reader).takeWhile(_.next()).map(_.get().copy()).toArray
+      Iterator.continually(reader).takeWhile(_.next()).map(_.get().copy()).toList
     }
   }
 }

@@ -41,7 +41,7 @@ final class LeaderLogTest extends AnyFunSuite with CheckpointFixture {
 
   test("when Spark committed a batch is its commit file's modification time; a batch not in the log has none") {
     val ck = newCheckpoint()
-    val base = System.currentTimeMillis() - 60_000L
+    val base = System.currentTimeMillis() - 60000L
     Seq(0, 1).foreach(b => assert(commit(ck, b).setLastModified(base + b * 1000)))
     val leader = leaderOf(ck)
     assert(leader.committedAtMs(0).contains(base) && leader.committedAtMs(1).contains(base + 1000))

@@ -71,7 +71,7 @@ final class TxStateSourceTest extends AnyFunSuite with CheckpointFixture {
 
   test("a read of a follower resolves to the follower's store set and reads its replicas") {
     val follower = Followers.follow(ck.root, "0", "default", hadoopConf,
-      FollowOptions(pollIntervalMs = 600_000L, localDir = newTempDir("replicas").getAbsolutePath))
+      FollowOptions(pollIntervalMs = 600000L, localDir = newTempDir("replicas").getAbsolutePath))
     try {
       val df = txstate.option("follower", follower.id).load()
       // Read on the driver while the read is planned (a LocalScan): its rows are the replicas' at batch 2.

@@ -1,8 +1,10 @@
 package org.apache.spark.sql.execution.streaming.state
 
 import java.io.IOException
+import java.util.UUID
 
 import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
 
 /**
  * The errors `TxStateErrors` raises where Spark's provider contract expects Spark's own. Spark 3.5
@@ -25,4 +27,11 @@ object TxStateSparkBridge {
   /** A commit that could not be made durable (4.x: `CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT`). */
   def cannotCommit(store: String, cause: Throwable): Throwable =
     new IllegalStateException(s"[CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT] Cannot commit $store", cause)
+
+  /**
+   * Where the driver's coordinator last saw `storeId` of run `runId` loaded, as a task location
+   * (`executor_<host>_<executor id>`), if anywhere. 3.5 has one kind of session, which has the coordinator.
+   */
+  def storeLocation(spark: SparkSession, storeId: StateStoreId, runId: UUID): Option[String] =
+    spark.streams.stateStoreCoordinator.getLocation(StateStoreProviderId(storeId, runId))
 }

@@ -1,0 +1,45 @@
+package txstate.spark
+
+import java.io.File
+import java.nio.file.{Files, Path, StandardCopyOption}
+
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * A checkpoint moves from Spark 3.5 to 4.x, not back: RocksDB 8 (Spark 3.5's) cannot read the SST
+ * files RocksDB 9 (Spark 4's) writes. Loading such a snapshot on 3.5 is refused, naming the release
+ * that wrote the version, never taken for damage (which would fall back to older, equally
+ * unreadable snapshots, or rebuild from whatever changelogs are left).
+ */
+final class NewerLineCheckpointTest extends AnyFunSuite with CheckpointFixture {
+  import CheckpointFixture._
+
+  /** The `agg` run's checkpoint as written on Spark 4.3, snapshots included. */
+  private def writtenOnSpark43(): TestCheckpoint = {
+    val source = new File(sparkRuns, "agg/checkpoint").toPath
+    val target = newTempDir("agg-4.3").toPath
+    val paths = Files.walk(source)
+    try paths.toArray.foreach { case p: Path =>
+      val copy = target.resolve(source.relativize(p).toString)
+      if (Files.isDirectory(p)) Files.createDirectories(copy) else Files.copy(p, copy, StandardCopyOption.REPLACE_EXISTING)
+    } finally paths.close()
+    new TestCheckpoint(target.toFile)
+  }
+
+  test("a snapshot of RocksDB files a newer Spark line wrote is refused, naming the release that wrote it") {
+    assert(org.rocksdb.RocksDB.rocksdbVersion().toString.startsWith("8."), "this suite runs on Spark 3.5's RocksDB")
+    val ck = writtenOnSpark43()
+    val refused = intercept[Exception](storeRows(ck.stateRoot, 0, aggKeySchema, aggValueSchema, aggVersion))
+    val message = Iterator.iterate[Throwable](refused)(_.getCause).takeWhile(_ != null)
+      .map(_.getMessage).find(m => m != null && m.contains("TXSTATE_CHECKPOINT_FROM_NEWER_SPARK"))
+      .getOrElse(fail(s"not refused as written by a newer line: $refused"))
+    assert(message.contains("the snapshot of version 2") && message.contains("written by txstate-spark 0.1.0"), message)
+    assert(message.contains("run the query on the Spark line that wrote it or a newer one"), message)
+  }
+
+  test("without the snapshot, the same store loads exactly from its changelogs") {
+    val ck = sparkRunCheckpoint("agg")
+    assert(storeRows(ck.stateRoot, 0, aggKeySchema, aggValueSchema, aggVersion).keySet.nonEmpty)
+    assert((0 to 1).map(p => storeRows(ck.stateRoot, p, aggKeySchema, aggValueSchema, aggVersion)).reduce(_ ++ _) == aggState)
+  }
+}
