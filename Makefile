@@ -7,8 +7,9 @@
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
 #   make soak   seeded executor/driver kills and restarts against a model (SOAK_KILLS, SOAK_SEED, SOAK_MINUTES)
 #
-# SPARK=<line> (4.0, 4.1, 4.2, 4.3; project/spark-lines.tsv) narrows jar, demo and conformance to one
-# Spark line: `make jar SPARK=4.1`, `make demo SPARK=4.0`. demo runs on the newest line by default.
+# SPARK=<line> (3.5, 4.0, 4.1, 4.2, 4.3, or a row of project/spark-lines.tsv such as 3.5_2.13) narrows
+# jar, demo and conformance to one Spark line: `make jar SPARK=4.1`, `make demo SPARK=3.5` (3.5 is the
+# Scala 2.12 build, the one pyspark ships). demo runs on the newest line by default.
 
 SHELL := /bin/bash
 VERSION := $(shell cat VERSION)
@@ -16,18 +17,22 @@ PYTHON ?= python3
 VENV := .venv
 SBT := build/sbt
 
-# The Spark lines, from the table the sbt build reads too.
+# The Spark lines (rows of the table the sbt build reads too: 4.1, or 3.5_2.12 for a line built for
+# two Scala versions), and those with a pyspark on PyPI to run the Python tests on.
 LINES := $(shell awk '!/^\#/ && NF {print $$1}' project/spark-lines.tsv)
+PYSPARK_LINES := $(shell awk '!/^\#/ && NF && $$4 != "-" {print $$1}' project/spark-lines.tsv)
 NEWEST := $(lastword $(LINES))
-OLDER_LINES := $(filter-out $(NEWEST),$(LINES))
+OLDER_LINES := $(filter-out $(NEWEST),$(PYSPARK_LINES))
+# SPARK=3.5 means the row of that line that pyspark ships (3.5_2.12).
+SPARK_ROW := $(if $(SPARK),$(or $(filter $(SPARK),$(LINES)),$(firstword $(filter $(SPARK)_%,$(PYSPARK_LINES)))))
 ifneq ($(SPARK),)
-ifeq ($(filter $(SPARK),$(LINES)),)
+ifeq ($(SPARK_ROW),)
 $(error SPARK=$(SPARK) is not a Spark line txstate-spark builds for; use one of: $(LINES))
 endif
 endif
-LINE := $(or $(SPARK),$(NEWEST))
+LINE := $(or $(SPARK_ROW),$(NEWEST))
 # A line's jar, sbt project and venv (.venv is the newest line's: the build compiles 4.3 against it).
-jar_of = target/txstate-spark-$(1)_$(call scala_of,$(1))-$(VERSION).jar
+jar_of = target/txstate-spark-$(firstword $(subst _, ,$(1)))_$(call scala_of,$(1))-$(VERSION).jar
 sbt_project = spark$(subst .,,$(1))
 venv_of = $(if $(filter $(1),$(NEWEST)),$(VENV),$(VENV)-$(1))
 pyspark_of = $(shell awk '$$1 == "$(1)" {print $$4}' project/spark-lines.tsv)
@@ -56,7 +61,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo demo-jar test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick soak
@@ -75,7 +80,7 @@ $(VENV)-%/.installed: requirements-dev.txt project/spark-lines.tsv
 	grep -v '^pyspark==' requirements-dev.txt > $(VENV)-$*/requirements.txt
 	$(VENV)-$*/bin/python -m pip install --quiet pyspark==$(call pyspark_of,$*) -r $(VENV)-$*/requirements.txt
 	touch $@
-venvs: $(foreach line,$(LINES),$(call venv_of,$(line))/.installed)
+venvs: $(foreach line,$(PYSPARK_LINES),$(call venv_of,$(line))/.installed)
 older-venvs: $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
 
 # One sbt run packages every line (`make jar SPARK=4.1`: that line only).
@@ -86,7 +91,7 @@ ifeq ($(SPARK),)
 jar: $(JARS_BUILT)
 else
 jar: $(VENV)/.installed
-	$(SBT) $(call sbt_project,$(SPARK))/package
+	$(SBT) $(call sbt_project,$(LINE))/package
 endif
 
 wheel: $(WHEEL)
@@ -97,8 +102,12 @@ $(WHEEL): $(JARS_BUILT) $(PY_SOURCES) python/pyproject.toml
 	$(VPY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist ./python
 	rm -rf python/txstate_spark/jars python/build python/*.egg-info
 
-demo: $(JARS_BUILT) $(call venv_of,$(LINE))/.installed
+# The demo builds only the jar it runs (one sbt project), on the venv of its line.
+demo: demo-jar $(call venv_of,$(LINE))/.installed
 	$(VPY) demo/streaming_demo.py
+demo-jar: $(VENV)/.installed
+	@if [ ! -f $(JAR) ] || [ -n "$$(find $(SCALA_SOURCES) -newer $(JAR) 2>/dev/null | head -n 1)" ]; then \
+	  $(SBT) $(call sbt_project,$(LINE))/package; fi
 
 # The older lines' venvs install (mostly download and disk, little CPU) while sbt and pytest run.
 test: $(VENV)/.installed
@@ -111,7 +120,8 @@ test: $(VENV)/.installed
 # The Scala tests on every line.
 # The preview lines (project/spark-lines-preview.tsv, not yet released) are compiled with their
 # tests, Scala 2.12's at least, so shared code cannot drift from Scala 2.12 and Java 8 unnoticed.
-PREVIEW_COMPILE := $(call sbt_project,$(firstword $(shell awk '!/^\#/ && NF {print $$1}' project/spark-lines-preview.tsv)))/Test/compile
+PREVIEW_LINES := $(shell awk '!/^\#/ && NF {print $$1}' project/spark-lines-preview.tsv)
+PREVIEW_COMPILE := $(if $(PREVIEW_LINES),$(call sbt_project,$(firstword $(PREVIEW_LINES)))/Test/compile)
 test-jvm: $(VENV)/.installed
 	$(SBT) test $(PREVIEW_COMPILE)
 
@@ -175,7 +185,7 @@ test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)
 # line (or SPARK's); exclusions and their reasons in ConformanceExclusions.scala and each line's
 # LineExclusions.scala; Spark's logs in target/conformance/<line>/target/unit-tests.log.
 conformance: $(VENV)/.installed
-	$(SBT) $(foreach line,$(or $(SPARK),$(LINES)),conformance$(subst .,,$(line))/test)
+	$(SBT) $(foreach line,$(or $(SPARK_ROW),$(LINES)),conformance$(subst .,,$(line))/test)
 
 # The soak (docs/reliability.md, "Soak"): an aggregation, a dropDuplicates and a stream-stream join on
 # local-cluster under seeded executor and driver kills and restarts, checked against a model; the

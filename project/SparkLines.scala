@@ -8,7 +8,8 @@ import sbt._
  *                 after an underscore when the line is built for more than one ("3.5_2.12")
  * @param compile  the Spark version compiled against; None when only pyspark ships the jars
  * @param scala    the Scala version that Spark release ships
- * @param pyspark  the pyspark CI installs from PyPI for this line's Python tests
+ * @param pyspark  the pyspark CI installs from PyPI for this line's Python tests ("-": none ships
+ *                 this Spark build, so the line gets the Scala tests and conformance only)
  * @param tests    the spark-sql tests jar the conformance suite runs
  * @param release  the Java release the classes are compiled for (`-release`): the oldest JDK that
  *                 Spark line runs on

@@ -39,17 +39,27 @@ from txstate_spark import (  # noqa: E402
 
 VERSION = (REPO / "VERSION").read_text().strip()
 # Every Spark line the build makes a jar for (the sbt build and the Makefile read the same table).
-LINES = [row.split()[0] for row in (REPO / "project" / "spark-lines.tsv").read_text().splitlines()
+# Rows are Spark lines ("4.1"), or a line and Scala version where a line has jars for two ("3.5_2.12").
+TABLE = [row.split() for row in (REPO / "project" / "spark-lines.tsv").read_text().splitlines()
          if row.strip() and not row.startswith("#")]
-# The jar of the Spark line this pytest runs on (CI runs these tests in one venv per line).
+LINES = [row[0] for row in TABLE]
+SCALA_OF = {row[0]: ".".join(row[2].split(".")[:2]) for row in TABLE}
+# The jar of the Spark line this pytest runs on (CI runs these tests in one venv per line): the row
+# of the installed pyspark's line that pyspark ships (the table's pyspark column is "-" for the other).
 PYSPARK_LINE = ".".join(metadata.version("pyspark").split(".")[:2])
+PYSPARK_ROW = next(row[0] for row in TABLE if row[0].split("_")[0] == PYSPARK_LINE and row[3] != "-")
 
 
-def jar_name(line: str) -> str:
-    return f"txstate-spark-{line}_2.13-{VERSION}.jar"
+def spark_line(row: str) -> str:
+    """``3.5`` of ``3.5_2.12``."""
+    return row.split("_")[0]
 
 
-JAR_NAME = jar_name(PYSPARK_LINE)
+def jar_name(row: str) -> str:
+    return f"txstate-spark-{spark_line(row)}_{SCALA_OF[row]}-{VERSION}.jar"
+
+
+JAR_NAME = jar_name(PYSPARK_ROW)
 JAR = REPO / "target" / JAR_NAME
 WHEEL = REPO / "dist" / f"txstate_spark-{VERSION}-py3-none-any.whl"
 PROVIDER_ENTRY = PROVIDER_CLASS.replace(".", "/") + ".class"
@@ -425,11 +435,13 @@ def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[s
     yield {"venv": str(venv), "python": python, "purelib": purelib.stdout.strip()}
 
 
-def fake_spark_home(root: Path, version: str) -> Path:
-    """A directory that says which Spark it is as a Spark distribution does (its RELEASE file)."""
+def fake_spark_home(root: Path, version: str, scala: str = "2.13") -> Path:
+    """A directory that says which Spark it is as a Spark distribution does: its RELEASE file, and
+    the Scala version in the name of its spark-core jar."""
     home = root / f"spark-{version}"
-    home.mkdir()
+    (home / "jars").mkdir(parents=True)
     (home / "RELEASE").write_text(f"Spark {version} built for Hadoop 3.4.1\n")
+    (home / "jars" / f"spark-core_{scala}-{version}.jar").write_bytes(b"")
     return home
 
 
@@ -438,7 +450,7 @@ def test_installed_wheel_finds_its_bundled_jar_without_pyspark(
 ) -> None:
     # No pyspark in that venv: $SPARK_HOME says which Spark will run.
     env = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None,
-                    SPARK_HOME=str(fake_spark_home(tmp_path, metadata.version("pyspark"))))
+                    SPARK_HOME=str(fake_spark_home(tmp_path, metadata.version("pyspark"), SCALA_OF[PYSPARK_ROW])))
     found = run_script(
         """
         import importlib.util, json, os, txstate_spark
@@ -462,11 +474,14 @@ def test_installed_wheel_picks_each_lines_jar_by_spark_home_or_flag(
 ) -> None:
     expected = os.path.join(installed_wheel["purelib"], "txstate_spark", "jars", jar_name(line))
     python = installed_wheel["python"]
-    by_home = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None, SPARK_HOME=str(fake_spark_home(tmp_path, f"{line}.7")))
+    home = fake_spark_home(tmp_path, f"{spark_line(line)}.7", SCALA_OF[line])
+    by_home = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None, SPARK_HOME=str(home))
     assert run([python, "-m", "txstate_spark", "jar"], by_home).stdout.strip() == expected
     plain = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None)
-    assert run([python, "-m", "txstate_spark", "jar", "--spark", line], plain).stdout.strip() == expected
-    flags = run([python, "-m", "txstate_spark", "submit-args", "--spark", f"{line}.2"], plain).stdout
+    by_flag = ["--spark", spark_line(line), "--scala", SCALA_OF[line]]
+    assert run([python, "-m", "txstate_spark", "jar", *by_flag], plain).stdout.strip() == expected
+    flags = run([python, "-m", "txstate_spark", "submit-args", "--spark", f"{spark_line(line)}.2", "--scala",
+                 SCALA_OF[line]], plain).stdout
     assert shlex.split(flags)[:2] == ["--jars", expected]
     assert sha256(Path(expected).read_bytes()) == sha256((REPO / "target" / jar_name(line)).read_bytes())
 
@@ -477,8 +492,8 @@ def test_an_unsupported_or_unknown_spark_fails_naming_the_supported_lines(
     python = installed_wheel["python"]
     plain = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None)
     supported = ", ".join(LINES)
-    old = run([python, "-m", "txstate_spark", "jar", "--spark", "3.5.4"], plain, check=False)
-    assert old.returncode != 0 and "Spark 3.5.4" in old.stderr and supported in old.stderr, old.stderr
+    old = run([python, "-m", "txstate_spark", "jar", "--spark", "3.4.4"], plain, check=False)
+    assert old.returncode != 0 and "Spark 3.4.4" in old.stderr and supported in old.stderr, old.stderr
     home = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None, SPARK_HOME=str(fake_spark_home(tmp_path, "9.1.0")))
     newer = run([python, "-m", "txstate_spark", "submit-args"], home, check=False)
     assert newer.returncode != 0 and "9.1.0" in newer.stderr and "SPARK_HOME" in newer.stderr, newer.stderr
@@ -489,12 +504,12 @@ def test_an_unsupported_or_unknown_spark_fails_naming_the_supported_lines(
 
 
 def test_a_jar_built_for_another_line_is_refused_by_name(tmp_path: Path) -> None:
-    other = next(line for line in LINES if line != PYSPARK_LINE)
+    other = next(line for line in LINES if spark_line(line) != PYSPARK_LINE)
     wrong = tmp_path / jar_name(other)
     shutil.copyfile(REPO / "target" / jar_name(other), wrong)
     done = cli("jar", TXSTATE_SPARK_JAR=str(wrong))
     assert done.returncode != 0, done.stdout
-    assert f"built for Spark {other}" in done.stderr and jar_name(PYSPARK_LINE) in done.stderr, done.stderr
+    assert f"built for Spark {spark_line(other)}" in done.stderr and JAR_NAME in done.stderr, done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -145,9 +145,10 @@ def _jar_from_env(value: str, wanted: Optional[SparkVersion]) -> str:
             f"{jar_file_name(wanted.line, wanted.scala)}, or unset it to use the bundled jar."
         )
     if match and wanted is not None and match.group(1) != wanted.line:
+        right_jar = jar_file_name(wanted.line, wanted.scala or "2.13")
         raise TxStateUnsupportedSparkError(
             f"${JAR_ENV_VAR}={value} is built for Spark {match.group(1)}, but Spark {wanted.version} "
-            f"({wanted.source}) will run it. Point ${JAR_ENV_VAR} at {jar_file_name(wanted.line)} "
+            f"({wanted.source}) will run it. Point ${JAR_ENV_VAR} at {right_jar} "
             f"(`make jar SPARK={wanted.line}`), or unset it to use the bundled jar."
         )
     return str(path.resolve())

@@ -44,6 +44,13 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 PROVIDER_CLASS_CONF = "spark.sql.streaming.stateStore.providerClass"
 CHECKPOINT_FORMAT_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
+# The Spark line the tests run on (the installed pyspark's), and what it has that 3.5 lacks:
+# checkpoint format v2, and operator metadata (the names `stateStoreSave`, ...; on 3.5 operators are
+# known by id only, and a key's owning partition is not known without the name).
+SPARK_LINE = tuple(int(p) for p in metadata.version("pyspark").split(".")[:2])
+HAS_CHECKPOINT_FORMAT_V2 = SPARK_LINE >= (4, 0)
+HAS_OPERATOR_NAMES = SPARK_LINE >= (4, 0)
+
 # Event times in the test data are seconds after this instant (UTC).
 EVENT_TIME_ORIGIN = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -61,8 +68,9 @@ def plugin_jar() -> Path:
     installed pyspark's Spark line."""
     from_env = os.environ.get("TXSTATE_SPARK_JAR", "").strip()
     version = (REPO_ROOT / "VERSION").read_text().strip()
-    line = ".".join(metadata.version("pyspark").split(".")[:2])
-    jar = Path(from_env) if from_env else REPO_ROOT / "target" / f"txstate-spark-{line}_2.13-{version}.jar"
+    line = ".".join(map(str, SPARK_LINE))
+    scala = "2.12" if SPARK_LINE < (4, 0) else "2.13"  # pyspark 3.5 ships Scala 2.12, 4.x 2.13
+    jar = Path(from_env) if from_env else REPO_ROOT / "target" / f"txstate-spark-{line}_{scala}-{version}.jar"
     if not jar.is_file():
         raise FileNotFoundError(
             f"txstate-spark jar not found at {jar} (from "

@@ -250,7 +250,8 @@ def main() -> int:
             streaming_harness.await_available_now(query, args.timeout, "the executor-failure query")
         except AssertionError as error:  # it failed, or did not finish in time (then it was stopped)
             report["query_exception"] = str(error)
-        report["progress"] = [json.loads(p.json) for p in query.recentProgress]
+        # pyspark 4 gives progress objects (with .json), 3.5 plain dicts.
+        report["progress"] = [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in query.recentProgress]
 
         # The worker relaunches the killed executor; wait for the replacement to register.
         kill = report["kill"] or {}
@@ -261,7 +262,10 @@ def main() -> int:
         report["recorded_provider"] = streaming_harness.recorded_provider(checkpoint)
         if report["query_exception"] is None:
             spark.conf.unset(LOCAL_DIR_CONF)
-            state = spark.read.format("statestore").load(str(checkpoint))
+            # Spark's own state reader (4.0+) reads any provider's state independently of txstate;
+            # 3.5 has none, so there the txstate data source reads the checkpoint's files.
+            reader = "statestore" if streaming_harness.SPARK_LINE >= (4, 0) else "txstate"
+            state = spark.read.format(reader).load(str(checkpoint))
             query_kind.state_columns(state).write.parquet(str(work_dir / "state-dump"))
     except Exception as error:
         report["errors"].append(f"{type(error).__name__}: {streaming_harness.describe_failure(error)}")

@@ -2,13 +2,8 @@ package txstate.query
 
 import java.util.UUID
 
-import scala.util.Try
-import scala.util.control.NonFatal
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
-import org.json4s.JString
-import org.json4s.jackson.JsonMethods
 
 import txstate.spark.LiveStores
 
@@ -25,7 +20,8 @@ private[query] object BeforeFirstCommit {
     val running = runId.filter(id => spark.streams.active.exists(_.runId == id))
       .orElse(StateQueryExecutor.runningQueryOn(spark, root))
     if (running.isEmpty || StoreLocator.latestCommittedBatch(root, hadoopConf).isDefined) None
-    else Some(recordedPartitions(root, hadoopConf).getOrElse(spark.conf.get("spark.sql.shuffle.partitions").toInt))
+    else Some(StoreLocator.recordedShufflePartitions(root, hadoopConf)
+      .getOrElse(spark.conf.get("spark.sql.shuffle.partitions").toInt))
   }
 
   def message(checkpoint: String): String =
@@ -36,13 +32,4 @@ private[query] object BeforeFirstCommit {
     (0 until partitions).map(p => p -> QueryResult(p, Left(QueryFailure(FailureReason.NotUpToBound,
       s"partition $p: ${message(checkpoint)}")), None, Nil)).toMap,
     MergedPosition(Map.empty), None)
-
-  // The first batch's offset log entry records the partition count the query runs with.
-  private def recordedPartitions(root: String, hadoopConf: Configuration): Option[Int] =
-    try StoreLocator.offsetLogLines(root, 0, hadoopConf).lift(1).flatMap { metadata =>
-      JsonMethods.parse(metadata) \ "conf" \ "spark.sql.shuffle.partitions" match {
-        case JString(n) => Try(n.toInt).toOption
-        case _ => None
-      }
-    } catch { case NonFatal(_) => None }
 }

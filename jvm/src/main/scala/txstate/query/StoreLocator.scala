@@ -3,9 +3,12 @@ package txstate.query
 import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.util.Try
+import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
+import org.json4s.JString
+import org.json4s.jackson.JsonMethods
 
 import txstate.compat.JavaLibrary
 import txstate.compat.ScalaLibrary.Using
@@ -62,7 +65,10 @@ object StoreLocator {
         s"checkpoint $root has no state yet ($stateRoot has no operator directories); " +
           "is the query stateful, and has its first batch run?")
     }
-    def known = operators.map { case (id, m) => m.name.fold(id.toString)(n => s"$id ($n)") }.mkString(", ")
+    def known = operators.map { case (id, m) => m.name.fold(id.toString)(n => s"$id ($n)") }.mkString(", ") +
+      (if (operators.exists(_._2.name.isDefined)) ""
+       else " (this checkpoint records no operator names: Spark 3.5 writes no operator metadata; name the operator " +
+         "by its id)")
     val (operatorId, metadata) = Try(operator.trim.toLong).toOption match {
       case Some(id) => operators.find(_._1 == id).getOrElse(throw QueryErrors.unknownOperator(
         s"checkpoint $root has no stateful operator $id; its operators are: $known"))
@@ -89,7 +95,10 @@ object StoreLocator {
           "opened it yet (wait for the query's first batch), or another state store provider wrote it (only " +
           "stores of txstate.spark.TxStateStoreProvider can be queried)")
     }
-    val numPartitions = stores.getOrElse(storeName, numericChildren(fs, new Path(stateRoot, operatorId.toString)).size)
+    // Without operator metadata (Spark 3.5), the offset log says; partition folders appear as tasks
+    // first open their stores, so counting them during the first batch would miss some.
+    val numPartitions = stores.get(storeName).orElse(recordedShufflePartitions(root.toString, hadoopConf))
+      .getOrElse(numericChildren(fs, new Path(stateRoot, operatorId.toString)).size)
     val hashed = metadata.name.flatMap(name => KeyPlacement.hashedColumns(name, storeName, schema.keySchema.length,
       metadata.stores.find(_.name == storeName).fold(0)(_.numColsPrefixKey)).toOption)
     StoreDescription(LiveStores.normalize(root.toString), LiveStores.normalize(stateRoot.toString), operatorId,
@@ -127,6 +136,22 @@ object StoreLocator {
     val fs = file.getFileSystem(hadoopConf)
     if (!fs.exists(file)) Nil
     else Using.resource(fs.open(file))(in => new String(JavaLibrary.readAllBytes(in), UTF_8)).split("\n").toSeq
+  }
+
+  /**
+   * The shuffle partition count the query runs with, as its newest offset log entry records it
+   * (every Spark line records it there; 3.5 has no operator metadata to say it).
+   */
+  def recordedShufflePartitions(checkpoint: String, hadoopConf: Configuration): Option[Int] = {
+    val offsets = new Path(checkpoint, "offsets")
+    try numericChildren(offsets.getFileSystem(hadoopConf), offsets, files = true).lastOption.flatMap { batch =>
+      offsetLogLines(checkpoint, batch, hadoopConf).lift(1).flatMap { metadata =>
+        JsonMethods.parse(metadata) \ "conf" \ "spark.sql.shuffle.partitions" match {
+          case JString(n) => Try(n.toInt).toOption
+          case _ => None
+        }
+      }
+    } catch { case NonFatal(_) => None }
   }
 
   private def numericChildren(fs: FileSystem, dir: Path, files: Boolean = false): Seq[Long] =

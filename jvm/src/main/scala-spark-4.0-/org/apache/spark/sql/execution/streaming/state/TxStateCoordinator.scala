@@ -13,11 +13,16 @@ import org.apache.spark.TaskContext
  * commits (both came in 4.1), so there is nothing to report.
  */
 object TxStateCoordinator {
-  /** Spark 4.0 sets the run id as a task property (3.5 does not), and tests (like 4.1+) in the Hadoop configuration. */
-  def runId(hadoopConf: Configuration): Option[UUID] =
-    Option(hadoopConf.get(runIdKey))
-      .orElse(Option(TaskContext.get()).flatMap(task => Option(task.getLocalProperty(runIdKey))))
+  /**
+   * Spark 4.0 sets the run id as a task property, and tests (like 4.1+) in the Hadoop configuration.
+   * 3.5 sets neither, but its streaming thread names every job's group by the run id (so that
+   * stopping the query cancels them): a task's job group, when it is a UUID, is its run's id.
+   */
+  def runId(hadoopConf: Configuration): Option[UUID] = {
+    def ofTask(key: String) = Option(TaskContext.get()).flatMap(task => Option(task.getLocalProperty(key)))
+    Option(hadoopConf.get(runIdKey)).orElse(ofTask(runIdKey)).orElse(ofTask(jobGroupKey))
       .flatMap(id => Try(UUID.fromString(id)).toOption)
+  }
 
   def reportSnapshotUploaded(storeId: StateStoreId, hadoopConf: Configuration, version: Long): Unit = ()
 
@@ -25,4 +30,6 @@ object TxStateCoordinator {
 
   /** StreamExecution.RUN_ID_KEY. */
   private val runIdKey = "sql.streaming.runId"
+  /** SparkContext.SPARK_JOB_GROUP_ID. */
+  private val jobGroupKey = "spark.jobGroup.id"
 }
