@@ -73,12 +73,14 @@ $(VENV)/.installed: requirements-dev.txt
 	$(VPY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-# A venv per older Spark line: that line's pyspark from PyPI and the same test tools.
-$(VENV)-%/.installed: requirements-dev.txt project/spark-lines.tsv
+# A venv per older Spark line: that line's pyspark from PyPI and the same test tools, within that
+# pyspark's constraints where it has some (tests/constraints/pyspark-<version>.txt).
+$(VENV)-%/.installed: requirements-dev.txt project/spark-lines.tsv $(wildcard tests/constraints/*.txt)
 	$(PYTHON) -m venv $(VENV)-$*
 	$(VENV)-$*/bin/python -m pip install --quiet --upgrade pip
 	grep -v '^pyspark==' requirements-dev.txt > $(VENV)-$*/requirements.txt
-	$(VENV)-$*/bin/python -m pip install --quiet pyspark==$(call pyspark_of,$*) -r $(VENV)-$*/requirements.txt
+	$(VENV)-$*/bin/python -m pip install --quiet pyspark==$(call pyspark_of,$*) -r $(VENV)-$*/requirements.txt \
+	  $(addprefix -c ,$(wildcard tests/constraints/pyspark-$(call pyspark_of,$*).txt))
 	touch $@
 venvs: $(foreach line,$(PYSPARK_LINES),$(call venv_of,$(line))/.installed)
 older-venvs: $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
@@ -127,8 +129,9 @@ test-jvm: $(VENV)/.installed
 
 # The whole pytest suite on the newest line.
 # tests/test_s3.py needs a session of its own (s3a on the driver's classpath): `make test-s3`.
+# tests/test_spark_upgrade.py runs the older lines' venvs, which install meanwhile: `make test-lines`.
 test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
-	$(VPY) -m pytest tests --ignore=tests/test_s3.py --durations=15
+	$(VPY) -m pytest tests --ignore=tests/test_s3.py --ignore=tests/test_spark_upgrade.py --durations=15
 
 # The unit tests alone (tests/unit: no JVM, no Spark session, no jar), in about a second; also part
 # of test-python.
@@ -166,7 +169,8 @@ bench-s3: $(JARS_BUILT) $(S3_CLASSPATH)
 test-migration-full: $(JARS_BUILT) $(WHEEL)
 	TXSTATE_MIGRATION_FULL=1 $(VPY) -m pytest tests/test_migration.py -k emits_what_the_unmigrated
 
-# Each older line in its own venv (its pyspark from PyPI): packaging, the unit tests (conversions
+# Each older line in its own venv (its pyspark from PyPI; 3.5 is its Scala 2.12 build, the one pyspark
+# ships): packaging, the unit tests (conversions
 # follow pyspark's types), every operator against Spark's HDFS provider across a restart, an
 # executor killed mid-batch, the txstate data source, a follower (which also reads through the data
 # source), and state TTL on an aggregation (whose read-then-write stores differ by line).
@@ -180,6 +184,8 @@ test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)
 	  echo "== pytest on Spark $(line) ($$($$py -c 'import pyspark; print(pyspark.__version__)'))"; \
 	  TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(line)) \
 	    PYSPARK_PYTHON=$$py PYSPARK_DRIVER_PYTHON=$$py $$py -m pytest $(LINE_TESTS);)
+	@echo "== the upgrade path: a checkpoint of Spark 3.5 restarted on 4.0 and 4.3"
+	$(VPY) -m pytest tests/test_spark_upgrade.py
 
 # StateStoreSuiteBase from Spark's spark-sql tests jar, subclassed in jvm/src/conformance, on every
 # line (or SPARK's); exclusions and their reasons in ConformanceExclusions.scala and each line's
