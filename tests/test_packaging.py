@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from collections import Counter
 from email.parser import Parser
 from importlib import metadata
 from pathlib import Path
@@ -127,6 +128,18 @@ def test_package_version_equals_the_version_file() -> None:
     assert txstate_spark.__version__ == VERSION, (
         f"python/txstate_spark/_version.py says {txstate_spark.__version__}, VERSION says {VERSION}"
     )
+
+
+@pytest.mark.parametrize("row", LINES)
+def test_every_class_of_a_jar_is_for_its_lines_java_release(row: str) -> None:
+    """The table's release column is the oldest JDK the line runs on (8 for 3.5: Databricks LTS runs JDK
+    8): every class file must be of that Java release (class file major version = release + 44)."""
+    release = int(next(r for r in TABLE if r[0] == row)[5])
+    jar = REPO / "target" / jar_name(row)
+    assert jar.is_file(), f"{jar} is missing: run `make jar`"
+    with zipfile.ZipFile(jar) as archive:
+        versions = Counter(int.from_bytes(archive.read(n)[6:8], "big") for n in archive.namelist() if n.endswith(".class"))
+    assert versions and set(versions) == {release + 44}, f"{jar.name}: class file versions {dict(versions)}"
 
 
 def test_jar_and_wheel_carry_the_version_file_version() -> None:

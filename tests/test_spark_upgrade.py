@@ -5,9 +5,11 @@ Each run is its own process on that line's pyspark (the venvs `make test` instal
 update mode, over files of events with re-deliveries.
 
 1. Spark 3.5 runs three files, then stops.
+   `migrate` refuses that checkpoint: 3.5 writes no operator metadata (it names what to do).
 2. Spark 4.0 restarts from that checkpoint, with the same kept local directory, and runs two more
    files: every store reuses its local database (no changelog replayed, no rebuild), and the counts
-   are exact (re-deliveries of 3.5's events are dropped, so the dedup state came along).
+   are exact (re-deliveries of 3.5's events are dropped, so the dedup state came along). Now
+   `migrate` can plan a move of it.
 3. Spark 4.3 restarts from a copy of the 3.5 checkpoint, with no local directory (every store is
    rebuilt from the checkpoint's files), runs the same two files and emits what 4.0 emitted; it
    stays up until every store uploaded a snapshot of its own.
@@ -79,6 +81,18 @@ def run_on(line: str, work: Path, checkpoint: Path, output: Path, local_dir: Pat
     return report
 
 
+def migrate_dry_run(line: str, checkpoint: Path) -> subprocess.CompletedProcess:
+    """`python -m txstate_spark migrate CHECKPOINT --to hdfs --dry-run` on that line's pyspark and jar."""
+    venv, row = LINES[line]
+    python = REPO / venv / "bin" / "python"
+    spark_line, scala = row.split("_")
+    env = {**os.environ, "TXSTATE_SPARK_JAR": str(REPO / "target" / f"txstate-spark-{spark_line}_{scala}-{VERSION}.jar"),
+           "PYTHONPATH": str(REPO / "python"), "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
+    env.pop("SPARK_HOME", None)
+    return subprocess.run([str(python), "-m", "txstate_spark", "migrate", str(checkpoint), "--to", "hdfs", "--dry-run",
+                           "--active-window", "0"], env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+
+
 def final_counts(output: Path) -> dict[str, int]:
     """Update mode emits a key's new count in each batch that changes it: the last one is its state."""
     counts: dict[str, int] = {}
@@ -101,6 +115,10 @@ def test_a_checkpoint_of_spark_3_5_restarts_exactly_on_spark_4_0_and_4_3(tmp_pat
     assert final_counts(tmp_path / "out-3.5") == expected_counts(range(3))
     kept = tmp_path / "checkpoint-3.5"
     shutil.copytree(checkpoint, kept)
+    # Spark 3.5 writes no operator metadata: migrate refuses, naming the file and what to do.
+    refused = migrate_dry_run("3.5", checkpoint)
+    assert refused.returncode == 2 and "no operator metadata" in refused.stderr, refused.stderr[-2000:]
+    assert "Run the query for one batch on Spark 4.0 or newer" in refused.stderr, refused.stderr[-2000:]
 
     write_files(tmp_path / "input", range(3, 5))
     on_40 = run_on("4.0", tmp_path, checkpoint, tmp_path / "out-4.0", local_dir)
@@ -109,6 +127,9 @@ def test_a_checkpoint_of_spark_3_5_restarts_exactly_on_spark_4_0_and_4_3(tmp_pat
     assert final_counts(tmp_path / "out-3.5") | final_counts(tmp_path / "out-4.0") == expected_counts(range(5))
     # Both operators' stores opened the databases 3.5 left in the kept local directory.
     assert on_40["first_batch_loads"] == [{"txstateChangelogsReplayed": 0, "txstateRebuilds": 0}] * 2, on_40
+    # Spark 4.0 wrote the operator metadata: now migrate can read the checkpoint (a dry run changes nothing).
+    planned = migrate_dry_run("4.0", checkpoint)
+    assert planned.returncode == 0, planned.stderr[-2000:]
 
     moved = tmp_path / "checkpoint-4.3"
     shutil.copytree(kept, moved)
