@@ -103,7 +103,15 @@ object ChangelogFile {
     val format =
       try FramedFile.openHeader(data, magic, readableFormats, "changelog", path)(corrupt(path, _))
       catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
-    readHeader(data, format, path)
+    try readHeader(data, format, path)
+    catch {
+      // A header read alone is not checked against the file's checksum: before a damaged byte can
+      // pass for a newer release's storage format, the whole file is read and verified, which
+      // names the damage, or the newer format if the file is sound.
+      case newer: NewerFormatException =>
+        read(files, path)
+        throw newer
+    }
   }
 
   private def readHeader(in: DataInputStream, format: Int, path: Path): ChangelogHeader = {
