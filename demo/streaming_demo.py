@@ -121,6 +121,20 @@ def start_session(provider_class: str, log4j_file: Path) -> "SparkSession":
 _QUERIED_WORDS = ["spark", "state", "commit"]
 
 
+def count_operator(checkpoint: Path) -> str:
+    """The count's stateful operator, as interactive queries name it: `stateStoreSave`, the name Spark
+    4 records in its operator metadata. Spark 3.5 records no operator names, so there it is the id
+    of the operator whose store is keyed by `word` (txstate's schema file says so)."""
+    from pyspark import __version__ as spark_version
+
+    if int(spark_version.split(".")[0]) >= 4:
+        return "stateStoreSave"
+    for schema_file in sorted((checkpoint / "state").glob("*/_txstate/default.schema.json")):
+        if [f["name"] for f in json.loads(schema_file.read_text())["keySchema"]["fields"]] == ["word"]:
+            return schema_file.parent.parent.name
+    raise RuntimeError(f"no store keyed by word under {checkpoint / 'state'}")
+
+
 def query_state(spark: "SparkSession", checkpoint: Path, batch_id: int, latest: Dict[str, int],
                 problems: List[str]) -> None:
     """Interactive queries while the stream runs: look a few words up in the count operator's store.
@@ -130,7 +144,7 @@ def query_state(spark: "SparkSession", checkpoint: Path, batch_id: int, latest: 
     """
     from txstate_spark.query import MultiKeyQuery, StateQueryRequest
 
-    request = (StateQueryRequest.in_store(str(checkpoint), operator="stateStoreSave")
+    request = (StateQueryRequest.in_store(str(checkpoint), operator=count_operator(checkpoint))
                .with_query(MultiKeyQuery.with_keys([{"word": w} for w in _QUERIED_WORDS])))
     result = request.execute(spark)
     found: Dict[str, int] = {}
@@ -150,7 +164,7 @@ def scan_checkpoint(spark: "SparkSession", checkpoint: Path) -> Dict[str, int]:
     """After the query stopped: every word's count, read page by page from the checkpoint files."""
     from txstate_spark.query import ScanQuery, StateQueryRequest
 
-    request = (StateQueryRequest.in_store(str(checkpoint), operator="stateStoreSave")
+    request = (StateQueryRequest.in_store(str(checkpoint), operator=count_operator(checkpoint))
                .with_query(ScanQuery.all().with_limit(5)).allow_checkpoint_reads())
     counts: Dict[str, int] = {}
     pages = 0
