@@ -12,6 +12,7 @@ final case class LoadChain(snapshotVersion: Option[Long], changelogVersions: Seq
   def describe: String = problem.getOrElse {
     val start = snapshotVersion.fold("empty store")(v => s"snapshot $v")
     if (changelogVersions.isEmpty) start
+    else if (changelogVersions.size == 1) s"$start + changelog ${changelogVersions.head}"
     else s"$start + ${changelogVersions.size} changelogs (${changelogVersions.head}..${changelogVersions.last})"
   }
 }

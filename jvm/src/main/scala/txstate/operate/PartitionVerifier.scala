@@ -27,7 +27,7 @@ final class PartitionVerifier(partition: TxStatePartition, label: String, number
     val (damagedSnapshots, unusable, referenced) = checkSnapshots()
     val damaged = (damagedLogs ++ damagedSnapshots).toMap
     val versions = (oldestRetained to version).filter(_ >= 1)
-    val unloadable = versions.flatMap(v => load(v, committedId(v), damaged, unusable))
+    val unloadable = versions.flatMap(v => load(v, oldestRetained, committedId(v), damaged, unusable))
     val stored = reader.storedFiles()
     val findings = findingsOf(damaged, unloadable, version)
     val read = changelogs.size + segments.size + reader.snapshots().size + referenced.size
@@ -76,13 +76,17 @@ final class PartitionVerifier(partition: TxStatePartition, label: String, number
     (results.flatMap(_._1).distinct, results.flatMap(_._2).toSet, results.flatMap(_._3).toSet)
   }
 
-  /** Why `version` cannot load, if it cannot: the rebuild's walk, then each changelog of its chain. */
-  private def load(version: Long, committedId: Option[String], damaged: Map[Path, String],
+  /**
+   * Why `version` cannot load, if it cannot: the rebuild's walk, then each changelog of its chain. A
+   * changelog missing below the retained versions was cleaned up legitimately only under a snapshot.
+   */
+  private def load(version: Long, oldestRetained: Long, committedId: Option[String], damaged: Map[Path, String],
       unusable: Set[(Long, String)]): Option[Unloadable] =
     try {
       val id = partition.checkpointId(version, committedId)
       partition.walk(version, id, unusable) match {
-        case Left(ChainBreak(Some(missing), _)) if !partition.exists(missing) && missingSnapshot(missing).isDefined =>
+        case Left(ChainBreak(Some(missing), _))
+            if versionOf(missing) < oldestRetained && !partition.exists(missing) && missingSnapshot(missing).isDefined =>
           Some(Unloadable(version, missingSnapshot(missing), s"this snapshot manifest or the changelog $missing is " +
             s"missing: version ${versionOf(missing) + 1} has no snapshot and the changelog below it is gone (cleanup " +
             "deletes changelogs only below a snapshot, so the manifest was most likely deleted)"))
@@ -137,11 +141,11 @@ object PartitionVerifier {
   def consequence(broken: Seq[Long], version: Long, snapshotFile: Boolean): String =
     if (broken.contains(version)) {
       s"the query fails at restart loading version $version (the state after batch ${version - 1})" +
-        (if (broken.size > 1) s"; versions ${span(broken)} cannot load either" else "") +
+        (if (broken.size > 1) s"; ${span(broken.filter(_ != version))} cannot load either" else "") +
         ". Restore the file from a backup, or restart the query from a new checkpoint."
     } else if (broken.nonEmpty) {
-      s"only older versions are affected: the query restarts, but loading versions ${span(broken)} fails (a " +
-        "rollback to one of them, or the state data source reading it)."
+      s"only older versions are affected: the query restarts, but loading ${span(broken)} fails (a rollback " +
+        "to it, or the state data source reading it)."
     } else if (snapshotFile) {
       "no retained version is lost: loads skip this snapshot and use an older one and the changelogs, and the " +
         "next snapshot replaces it."
@@ -149,5 +153,5 @@ object PartitionVerifier {
       "lineage); it matters if that snapshot becomes unusable."
 
   private def span(versions: Seq[Long]): String =
-    if (versions.size == 1) versions.head.toString else s"${versions.head} to ${versions.last}"
+    if (versions.size == 1) s"version ${versions.head}" else s"versions ${versions.head} to ${versions.last}"
 }
