@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any, Dict, List, Optional, TextIO
 
 from txstate_spark import cli_settings
+from txstate_spark.errors import TxStateCheckpointError
 from txstate_spark.inspection import CheckpointInspection, StoreInspection, inspect
 
 
@@ -33,9 +35,18 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         "file system; repeatable")
 
 
+def refuse_missing_local_path(checkpoint: str) -> None:
+    """A local path that does not exist is refused at once, before a JVM starts (URIs go to Hadoop)."""
+    if "://" not in checkpoint and not checkpoint.startswith("file:") and not os.path.exists(checkpoint):
+        raise TxStateCheckpointError(
+            f"[TXSTATE_OPERATE_NOT_A_CHECKPOINT] {checkpoint} is not a streaming query's checkpoint: it does not "
+            "exist. Pass the query's checkpointLocation, the folder that holds offsets/, commits/ and state/.")
+
+
 def run_inspect(args: argparse.Namespace) -> int:
     from txstate_spark.operate_gateway import session_for
 
+    refuse_missing_local_path(args.checkpoint)
     with session_for(None, dict(args.conf)) as spark:
         result = inspect(spark, args.checkpoint, progress=ProgressLine(sys.stderr, "inspect"))
     print(json.dumps(result.raw, indent=2) if args.json else render(result))

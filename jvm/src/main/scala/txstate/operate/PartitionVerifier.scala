@@ -145,7 +145,7 @@ object PartitionVerifier {
         ". Restore the file from a backup, or restart the query from a new checkpoint."
     } else if (broken.nonEmpty) {
       s"only older versions are affected: the query restarts, but loading ${span(broken)} fails (a rollback " +
-        "to it, or the state data source reading it)."
+        s"to ${if (broken.size == 1) "it" else "one of them"}, or the state data source reading it)."
     } else if (snapshotFile) {
       "no retained version is lost: loads skip this snapshot and use an older one and the changelogs, and the " +
         "next snapshot replaces it."
