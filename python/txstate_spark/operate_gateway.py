@@ -63,7 +63,7 @@ def call(spark: "SparkSession", method: str, options: Dict[str, Any], progress: 
     stop = threading.Event()
     poller = None
     if progress is not None:
-        poller = threading.Thread(target=_poll, args=(gateway, progress, stop), daemon=True)
+        poller = threading.Thread(target=poll_progress, args=(gateway, progress, stop), daemon=True)
         poller.start()
     try:
         return str(getattr(gateway, method)(spark._jsparkSession, json.dumps(options)))
@@ -80,7 +80,9 @@ def call(spark: "SparkSession", method: str, options: Dict[str, Any], progress: 
             poller.join(timeout=5)
 
 
-def _poll(gateway: Any, callback: ProgressCallback, stop: threading.Event) -> None:
+def poll_progress(gateway: Any, callback: ProgressCallback, stop: threading.Event) -> None:
+    """Calls ``callback`` with ``gateway.progress()`` (JSON) whenever it changes, until ``stop`` is set.
+    Any gateway with a ``progress()`` call can use it (migrate's ``MigrationGateway`` has one too)."""
     last = None
     while not stop.wait(0.2):
         try:
