@@ -32,14 +32,16 @@ from txstate_spark.__main__ import main
 
 BATCHES = 8
 RETAIN = 3  # the harness's spark.sql.streaming.minBatchesToRetain, which Spark does not record
+# Early commits after 2 uncommitted entries: each batch's 5 rows leave early-commit segments (.txseg).
+EARLY_COMMIT_CONF = "spark.sql.streaming.stateStore.txstate.maxUncommittedRecords"
 
 
 @pytest.fixture(scope="module")
 def txstate_checkpoint(spark, tmp_path_factory) -> Path:
-    """8 batches on txstate: snapshots every 2 versions, cleanup below the anchor snapshot."""
+    """8 batches on txstate: snapshots every 2 versions, cleanup below the anchor snapshot, early commits."""
     work_dir = tmp_path_factory.mktemp("inspect-txstate")
     case = counting_case("inspect_txstate", counting_batches(BATCHES), restarts=())
-    run_case(spark, case, TXSTATE_PROVIDER, work_dir,
+    run_case(spark, case, TXSTATE_PROVIDER, work_dir, extra_conf={EARLY_COMMIT_CONF: "2"},
              after_run=lambda _, cp: wait_for_quiet_checkpoint(
                  cp, lambda stores: all(s.latest in s.snapshots and min(s.changelogs) > 1 for s in stores)))
     return work_dir / "checkpoint"
@@ -169,7 +171,20 @@ def _stored_file(store: Path) -> Path:
     return max((p for p in (store / "sst").iterdir() if p.name.endswith(".sst")), key=lambda p: p.stat().st_mtime_ns)
 
 
-TARGETS: dict[str, Callable[[Path], Path]] = {"changelog": _changelog, "manifest": _manifest, "sst": _stored_file}
+def _segment(store: Path) -> Path:
+    """An early-commit segment of the newest version that has no snapshot: its load replays it."""
+    changelog = _changelog(store)
+    version = changelog.name.split(".")[0].split("_")[0]
+    return sorted(store.glob(f"{version}_*-*.txseg"))[0]
+
+
+def _schema_file(store: Path) -> Path:
+    """The store's schema file beside its partitions (state/<op>/_txstate/<store>.schema.json)."""
+    return store.parent / "_txstate" / "default.schema.json"
+
+
+TARGETS: dict[str, Callable[[Path], Path]] = {"changelog": _changelog, "segment": _segment, "manifest": _manifest,
+                                             "sst": _stored_file, "schema": _schema_file}
 
 
 def _another_of_its_kind(target: Path) -> Path:
@@ -194,8 +209,11 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
 }
 
 
-@pytest.mark.parametrize("kind", list(TARGETS))
-@pytest.mark.parametrize("damage", list(DAMAGES))
+# A store has one schema file: there is no other one to put in its place.
+MATRIX = [(kind, damage) for kind in TARGETS for damage in DAMAGES if (kind, damage) != ("schema", "older")]
+
+
+@pytest.mark.parametrize("kind,damage", MATRIX, ids=[f"{d}-{k}" for k, d in MATRIX])
 def test_verify_names_every_damaged_file_of_the_corruption_matrix(spark, txstate_checkpoint, tmp_path, kind, damage):
     copy = tmp_path / "checkpoint"
     shutil.copytree(txstate_checkpoint, copy)

@@ -18,10 +18,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Finding:
-    """A damaged or missing file: what is wrong, and what Spark would do with it."""
+    """A damaged or missing file: what is wrong, and what Spark would do with it (``partition`` is None
+    for a file of the whole store, its schema file)."""
 
     store: str
-    partition: int
+    partition: Optional[int]
     path: str
     problem: str
     consequence: str

@@ -127,7 +127,7 @@ final class PartitionVerifier(partition: TxStatePartition, label: String, number
     files.map { path =>
       val broken = byFile.getOrElse(path, Nil).map(_.version).sorted
       val problem = path.flatMap(damaged.get).orElse(byFile.get(path).map(_.head.reason)).getOrElse("")
-      Finding(label, number, path.fold(reader.root.toString)(_.toString), problem,
+      Finding(label, Some(number), path.fold(reader.root.toString)(_.toString), problem,
         PartitionVerifier.consequence(broken, version, path.exists(isSnapshotFile)))
     }.sortBy(_.path)
   }

@@ -4,7 +4,8 @@ import org.json4s.{JArray, JBool, JInt, JNull, JObject, JString, JValue}
 import org.json4s.jackson.JsonMethods
 
 /** One damaged or missing file: what is wrong with it and what Spark would do with it. */
-final case class Finding(store: String, partition: Int, path: String, problem: String, consequence: String)
+/** `partition` is None for a file of the whole store. */
+final case class Finding(store: String, partition: Option[Int], path: String, problem: String, consequence: String)
 
 /** A replay of a store partition's newest version compared with its commit point (`verify --deep`). */
 final case class DeepCheck(version: Long, keys: Long, committedKeys: Long, digest: String, oldestWriteMs: Option[Long],
@@ -24,7 +25,7 @@ final case class Verification(checkpoint: String, provider: String, version: Lon
   def json: String = JsonMethods.compact(JObject(
     "checkpoint" -> JString(checkpoint), "provider" -> JString(provider), "version" -> JInt(version),
     "minBatchesToRetain" -> JInt(minBatchesToRetain), "sound" -> JBool(sound),
-    "findings" -> JArray(findings.map(f => JObject("store" -> JString(f.store), "partition" -> JInt(f.partition),
+    "findings" -> JArray(findings.map(f => JObject("store" -> JString(f.store), "partition" -> f.partition.fold[JValue](JNull)(p => JInt(p)),
       "path" -> JString(f.path), "problem" -> JString(f.problem), "consequence" -> JString(f.consequence))).toList),
     "checked" -> JArray(checked.map(check).toList),
     "notChecked" -> JArray(notChecked.map(JString(_)).toList), "elapsedMs" -> JInt(elapsedMs)))

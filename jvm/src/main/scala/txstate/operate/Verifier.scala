@@ -36,11 +36,12 @@ final class Verifier(checkpoint: OpenedCheckpoint, hadoopConf: Configuration, mi
       progress.finished()
       result
     }
+    val schemaFindings = stores.flatMap(SchemaFileCheck.findings(checkpoint, _))
     val notChecked =
       if (checkpoint.provider == ProviderKind.txstate) Nil
       else Seq(s"the query runs on Spark's ${checkpoint.provider} provider (${checkpoint.logs.providerClass.getOrElse(
         "Spark's default")}): verify reads txstate's files only; `inspect` lists this checkpoint's files and versions")
-    Verification(checkpoint.root.toString, checkpoint.provider, version, retain, results.flatMap(_._1),
+    Verification(checkpoint.root.toString, checkpoint.provider, version, retain, results.flatMap(_._1) ++ schemaFindings,
       results.map(_._2), notChecked, System.currentTimeMillis() - started)
   }
 
@@ -55,13 +56,13 @@ final class Verifier(checkpoint: OpenedCheckpoint, hadoopConf: Configuration, mi
       Right(DeepCheck(version, replayed.keys, expected, f"${replayed.digest}%016x", replayed.oldestWriteMs,
         replayed.newestWriteMs))
     } catch {
-      case NonFatal(e) => Left(Finding(store.label, p, check.dir, s"replaying version $version fails: ${e.getMessage}",
+      case NonFatal(e) => Left(Finding(store.label, Some(p), check.dir, s"replaying version $version fails: ${e.getMessage}",
         PartitionVerifier.consequence(Seq(version), version, snapshotFile = false)))
     }
 
   private def mismatch(store: OperatorStore, p: Int, dir: String, deep: DeepCheck): Option[Finding] =
     if (deep.matches) None
-    else Some(Finding(store.label, p, dir, s"replaying version ${deep.version} gives ${deep.keys} keys, but its " +
+    else Some(Finding(store.label, Some(p), dir, s"replaying version ${deep.version} gives ${deep.keys} keys, but its " +
       s"commit point records ${deep.committedKeys}", "the query restarts on state that differs from what was " +
       "committed: the files are valid but do not add up (files of another query or attempt mixed in). Restore the " +
       "store from a backup or restart the query from a new checkpoint."))
