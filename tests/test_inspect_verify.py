@@ -19,6 +19,7 @@ from typing import Callable
 import pytest
 
 from harness.streaming_harness import (
+    CHECKPOINT_FORMAT_CONF,
     HDFS_PROVIDER,
     ROCKSDB_PROVIDER,
     TXSTATE_PROVIDER,
@@ -111,6 +112,20 @@ def test_inspect_reads_spark_providers_files_and_says_what_it_cannot(spark, tmp_
     status, text = run_cli("verify", str(checkpoint))
     assert status == 0 and "not checked" in text, text
     assert checkpoint_hash(checkpoint) == before
+
+
+def test_a_format_v2_checkpoint_is_read_at_the_ids_its_commit_log_names(spark, tmp_path_factory):
+    work_dir = tmp_path_factory.mktemp("inspect-v2")
+    run_case(spark, counting_case("inspect_v2", counting_batches(4), restarts=(2,)), TXSTATE_PROVIDER, work_dir,
+             extra_conf={CHECKPOINT_FORMAT_CONF: "2"})
+    checkpoint = work_dir / "checkpoint"
+    result = inspect(spark, str(checkpoint))
+    assert result.checkpoint_format == 2 and result.state_version == 4
+    (store,) = result.stores
+    assert all(p.chain is not None and p.chain.problem is None and not p.unreadable for p in store.partitions), store
+    found = verify(spark, str(checkpoint), min_batches_to_retain=RETAIN, deep=True)
+    assert found.sound, found.findings
+    assert all(c.deep is not None and c.deep.matches for c in found.checked), found.checked
 
 
 def test_inspect_cli_prints_a_table_and_json(spark, txstate_checkpoint):

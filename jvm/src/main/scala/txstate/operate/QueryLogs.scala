@@ -42,8 +42,15 @@ final class QueryLogs(root: Path, fs: FileSystem) {
 
   def providerClass: Option[String] = conf.get(QueryLogs.providerKey)
 
-  /** Spark's checkpoint format (1 unless the query recorded 2). */
-  def checkpointFormat: Int = conf.get(QueryLogs.formatKey).flatMap(v => Try(v.trim.toInt).toOption).getOrElse(1)
+  /**
+   * Spark's checkpoint format: 2 when the last commit log entry is of log version 2 (Spark writes
+   * `v2` entries, with the state checkpoint ids, only under format 2), else the recorded setting, else 1.
+   */
+  lazy val checkpointFormat: Int = {
+    val commitVersion = lastCommittedBatch.flatMap(b => read(new Path(commitsDir, b.toString)).split("\n").headOption)
+    if (commitVersion.contains("v2")) 2
+    else conf.get(QueryLogs.formatKey).flatMap(v => Try(v.trim.toInt).toOption).getOrElse(1)
+  }
 
   /** The versions Spark keeps loadable: the recorded setting, else Spark's default. */
   def minBatchesToRetain: Int =
