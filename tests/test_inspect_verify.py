@@ -27,6 +27,7 @@ from harness.streaming_harness import (
     run_case,
     wait_for_quiet_checkpoint,
 )
+from test_operator_equivalence import OPERATOR_CASES
 from test_snapshots_and_recovery import KEYS, counting_batches, counting_case
 from txstate_spark import TxStateCheckpointError, inspect, verify
 from txstate_spark.__main__ import main
@@ -126,6 +127,19 @@ def test_a_format_v2_checkpoint_is_read_at_the_ids_its_commit_log_names(spark, t
     found = verify(spark, str(checkpoint), min_batches_to_retain=RETAIN, deep=True)
     assert found.sound, found.findings
     assert all(c.deep is not None and c.deep.matches for c in found.checked), found.checked
+
+
+def test_a_join_lists_its_four_stores_by_operator_id_and_verifies_sound(spark, tmp_path_factory):
+    (join,) = [c for c in OPERATOR_CASES if c.name == "stream_stream_inner_join"]
+    work_dir = tmp_path_factory.mktemp("inspect-join")
+    run_case(spark, join, TXSTATE_PROVIDER, work_dir)
+    result = inspect(spark, str(work_dir / "checkpoint"))
+    stores = {(s.operator_id, s.store_name) for s in result.stores}
+    assert stores == {(0, f"{side}-{kind}") for side in ("left", "right") for kind in ("keyToNumValues",
+                                                                                      "keyWithIndexToValue")}
+    assert all(p.keys is not None and p.chain.problem is None for s in result.stores for p in s.partitions)
+    found = verify(spark, str(work_dir / "checkpoint"), min_batches_to_retain=RETAIN)
+    assert found.sound and len(found.checked) == 8, found.findings
 
 
 def test_inspect_cli_prints_a_table_and_json(spark, txstate_checkpoint):
