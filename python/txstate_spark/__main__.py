@@ -4,6 +4,8 @@
     python -m txstate_spark submit-args [--spark LINE] [--scala 2.12|2.13] [--option NAME=VALUE ...] [--ttl-operator ID=DURATION ...]
     python -m txstate_spark migrate CHECKPOINT --to {txstate,rocksdb,hdfs} [--dry-run] [--undo] ...
     python -m txstate_spark serve CHECKPOINT --operator OP [--port P] ...   (docs/serving.md)
+    python -m txstate_spark inspect CHECKPOINT [--json]
+    python -m txstate_spark verify CHECKPOINT [--deep] [--min-batches-to-retain N]
 """
 
 import argparse
@@ -15,12 +17,14 @@ from typing import List, Optional
 
 from txstate_spark import cli_settings
 from txstate_spark._version import __version__
-from txstate_spark.errors import TxStateError, TxStateMigrationError, TxStateSettingError
+from txstate_spark.errors import TxStateCheckpointError, TxStateError, TxStateMigrationError, TxStateSettingError
+from txstate_spark.inspect_cli import add_inspect, run_inspect
 from txstate_spark.jar import SCALA_VERSIONS, explain_jar_choice, jar_path, supported_lines
 from txstate_spark.migration import DEFAULT_ACTIVE_WINDOW_SECONDS, DESTINATIONS
 from txstate_spark.serve_cli import add_serve, run_serve
 from txstate_spark.settings import KNOWN_SETTINGS
 from txstate_spark.submit import submit_args
+from txstate_spark.verify_cli import add_verify, run_verify
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_migrate(commands)
     add_serve(commands)
+    add_inspect(commands)
+    add_verify(commands)
     for command in (jar, submit):
         command.add_argument(
             "--spark",
@@ -135,6 +141,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _run_migrate(args)
         if args.command == "serve":
             return run_serve(args)
+        if args.command == "inspect":
+            return run_inspect(args)
+        if args.command == "verify":
+            return run_verify(args)
         if args.explain:
             print(f"txstate-spark: {explain_jar_choice(args.spark, args.scala)}", file=sys.stderr)
         if args.command == "jar":
@@ -144,6 +154,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                                          **dict(args.option))))
     except TxStateSettingError as error:
         print(f"txstate-spark: error: {error}", file=sys.stderr)
+        return 2
+    except TxStateCheckpointError as error:
+        print(f"txstate-spark: {args.command}: {error}", file=sys.stderr)
         return 2
     except TxStateMigrationError as error:
         print(f"txstate-spark: migrate refused: {error}", file=sys.stderr)

@@ -40,3 +40,10 @@ class TxStateMigrationError(TxStateError, RuntimeError):
     Refusals leave the checkpoint unchanged; the message says what to do (stop the query, roll
     back uncommitted offsets, use another destination...).
     """
+
+
+class TxStateCheckpointError(TxStateError, ValueError):
+    """``inspect`` or ``verify`` was given something that is not a streaming query's checkpoint, or
+    a bad option (the JVM's ``[TXSTATE_OPERATE_...]`` message, kept whole: it names the path and what
+    to do). ``python -m txstate_spark inspect|verify`` exits 2 on it. Damage found in a checkpoint is
+    not an error but a ``Verification`` finding."""

@@ -25,7 +25,7 @@ final class LayerRulesTest extends AnyFunSuite {
   }
 
   test("the document's import rules name every layer, and every layer has its folder") {
-    assert(rules.map(_.layer).toSet == Set("engine", "checkpoint", "store", "adapter", "query", "serve", "migrate", "compat"))
+    assert(rules.map(_.layer).toSet == Set("engine", "checkpoint", "store", "adapter", "query", "serve", "migrate", "operate", "compat"))
     val folders = SourceTree.mainFolders.flatMap(f => Option(new java.io.File(f, "txstate").listFiles).toSeq.flatten)
       .filter(_.isDirectory).map(d => s"txstate.${d.getName}").toSet
     val layerPackages = rules.flatMap(_.packages).filter(_.startsWith("txstate.")).toSet

@@ -114,6 +114,19 @@ object ChangelogFile {
     }
   }
 
+  /** The frame format of the changelog at `path` (1 to 3; see the object's comment), from its first bytes. */
+  def readFileFormat(files: CheckpointReads, path: Path): Int = {
+    val in =
+      try files.open(path)
+      catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.missingChangelog(path, e) }
+    val prefix =
+      try FramedFile.readPrefix(in, magic.length + 4)
+      finally in.close()
+    try FramedFile.openHeader(new DataInputStream(new ByteArrayInputStream(prefix)), magic, readableFormats, "changelog",
+      path)(corrupt(path, _))
+    catch { case e: EOFException => throw corrupt(path, "its header is truncated", e) }
+  }
+
   private def readHeader(in: DataInputStream, format: Int, path: Path): ChangelogHeader = {
     val header =
       try readHeaderFields(in, format)

@@ -102,15 +102,21 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
 
   /** Copies `sst/<file.storedName>` to `target`, verifying its size and CRC32C. */
   def download(file: SnapshotFile, target: File): Unit = {
+    val out = new FileOutputStream(target)
+    try copyVerified(file, out) finally out.close()
+  }
+
+  /** Reads `sst/<file.storedName>` whole and verifies its size and CRC32C, keeping nothing (`verify`). */
+  def verifyStored(file: SnapshotFile): Unit = copyVerified(file, CheckpointReader.discard)
+
+  private def copyVerified(file: SnapshotFile, out: OutputStream): Unit = {
     val source = new Path(sstDir, file.storedName)
     val in =
       try reads.open(source)
       catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.corruptSnapshot(source, "it is missing", e) }
     val (size, crc) =
-      try {
-        val out = new FileOutputStream(target)
-        try CheckpointReader.copyCounting(in, out) finally out.close()
-      } finally in.close()
+      try CheckpointReader.copyCounting(in, out)
+      finally in.close()
     if (size != file.size || crc != file.crc32c) {
       throw CheckpointErrors.corruptSnapshot(source,
         s"expected ${file.size} bytes with CRC32C ${file.crc32c}, found $size bytes with CRC32C $crc")
@@ -148,6 +154,12 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
 }
 
 private[checkpoint] object CheckpointReader {
+  /** An output that keeps nothing (Java 8 has no `OutputStream.nullOutputStream`). */
+  val discard: OutputStream = new OutputStream {
+    def write(b: Int): Unit = ()
+    override def write(b: Array[Byte], off: Int, len: Int): Unit = ()
+  }
+
   /** Copies `in` to `out`; returns the bytes copied and their CRC32C. */
   def copyCounting(in: InputStream, out: OutputStream): (Long, Long) = {
     val crc = JavaLibrary.newCrc32c()

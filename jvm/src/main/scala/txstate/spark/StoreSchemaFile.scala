@@ -65,23 +65,25 @@ object StoreSchemaFile {
     val found =
       try read(file, hadoopConf)
       catch { case e: java.io.IOException => throw TxStateErrors.badSchemaFile(file.toString, e) }
-    found.map { text =>
-      try {
-        val fields = JsonMethods.parse(text) match {
-          case JObject(f) => f.toMap
-          case _ => throw new IllegalArgumentException("not a JSON object")
-        }
-        val keySchema = DataType.fromJson(JsonMethods.compact(fields("keySchema"))).asInstanceOf[StructType]
-        val valueSchema = DataType.fromJson(JsonMethods.compact(fields("valueSchema"))).asInstanceOf[StructType]
-        val specMap = fields("keyStateEncoderSpec").values.asInstanceOf[Map[String, Any]]
-        StoreSchema(keySchema, valueSchema, KeyStateEncoderSpec.fromJson(keySchema, specMap),
-          fields.get("multiValued").contains(JBool(true)))
-      } catch {
-        case e: Exception =>
-          throw TxStateErrors.badSchemaFile(file.toString, e)
-      }
-    }
+    found.map(parse(_, file.toString))
   }
+
+  /** The schema in the text of a schema file (`file` names it in the error when the text is damaged). */
+  def parse(text: String, file: String): StoreSchema =
+    try {
+      val fields = JsonMethods.parse(text) match {
+        case JObject(f) => f.toMap
+        case _ => throw new IllegalArgumentException("not a JSON object")
+      }
+      val keySchema = DataType.fromJson(JsonMethods.compact(fields("keySchema"))).asInstanceOf[StructType]
+      val valueSchema = DataType.fromJson(JsonMethods.compact(fields("valueSchema"))).asInstanceOf[StructType]
+      val specMap = fields("keyStateEncoderSpec").values.asInstanceOf[Map[String, Any]]
+      StoreSchema(keySchema, valueSchema, KeyStateEncoderSpec.fromJson(keySchema, specMap),
+        fields.get("multiValued").contains(JBool(true)))
+    } catch {
+      case e: Exception =>
+        throw TxStateErrors.badSchemaFile(file, e)
+    }
 
   private def read(file: Path, hadoopConf: Configuration): Option[String] = {
     val fs = file.getFileSystem(hadoopConf)
