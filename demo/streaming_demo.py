@@ -206,7 +206,8 @@ def run_query(spark: "SparkSession", input_dir: Path, checkpoint: Path, latest: 
     if not query.awaitTermination(_QUERY_TIMEOUT_S):
         query.stop()
         raise RuntimeError(f"the demo query did not finish within {_QUERY_TIMEOUT_S} s")
-    return [json.loads(progress.json) for progress in query.recentProgress]
+    # pyspark 4 gives progress objects (with .json), 3.5 plain dicts.
+    return [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in query.recentProgress]
 
 
 def print_progress(progress: Sequence[Dict[str, Any]]) -> None:
