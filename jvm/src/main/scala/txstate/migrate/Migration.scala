@@ -170,7 +170,7 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     val root = logs.root.toString
     refuseIfActive(logs, options.activeWindowSeconds)
     val backup = MigrationBackup.all(logs, hadoopConf).filter(b => !b.has("undone.json") &&
-        (b.has("switched.json") || interruptedRescale(logs, logs.offsetBatches).contains(b)))
+        (b.has("switched.json") || interruptedRescale(logs, logs.offsetBatches).exists(_.dir == b.dir)))
       .lastOption.getOrElse(throw MigrationErrors.nothingToUndo(root))
     val recordName = if (backup.has("switched.json")) "switched.json" else "plan.json"
     val record = JsonMethods.parse(backup.read(recordName))
