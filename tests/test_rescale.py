@@ -172,6 +172,8 @@ def test_undo_restores_the_original_checkpoint_exactly(spark, work_dir):
         assert undone.action == "undo" and (undone.partitions_from, undone.partitions_to) == (5, 3)
         assert query_logs(checkpoint) == logs, "undo must restore the logs and operator metadata byte for byte"
         assert_original_intact(stores, store_files(checkpoint), last + 1)
+        assert not [p for p in (checkpoint / "state" / "0").iterdir() if p.name in ("3", "4")], \
+            "undo must remove the partitions the rescale created"
         with pytest.raises(TxStateMigrationError, match="NOTHING_TO_UNDO"):
             migrate(spark, str(checkpoint), undo=True, active_window_seconds=0)
 
@@ -252,6 +254,9 @@ def test_a_killed_rescale_leaves_the_old_or_the_new_checkpoint_and_either_restar
         else:
             outcome.append("old")
             assert (offsets, commits) == (last, last) and shuffle_partitions_recorded(checkpoint) == 2
+            # What the killed copy wrote beside the original (partition 2's directory) goes with --undo.
+            migrate(spark, str(checkpoint), undo=True, active_window_seconds=0)
+            assert not (checkpoint / "state" / "0" / "2").exists()
 
     output = run_case(spark, MANY_KEYS_CASE, TXSTATE_PROVIDER, work_dir, after_run=rescale_and_kill)
     print(f"killed at {point}: {killed[0]}; checkpoint afterwards: {outcome[0]}")

@@ -161,16 +161,19 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
 
   /**
    * Puts back every file the newest migration rewrote (offset entry, operator metadata) and removes
-   * the batch an in-place rescale added, if no batch ran since. A rescale killed between writing its
-   * batch's offset entry and its commit entry is undone the same way.
+   * the batch an in-place rescale added, and the partition directories it created, if no batch ran
+   * since. A rescale killed before its switch, or between writing its batch's offset entry and its
+   * commit entry, is undone the same way.
    */
   private def undo(options: MigrationOptions): MigrationReport = {
     val startedNs = System.nanoTime()
     val logs = open(options.checkpoint)
     val root = logs.root.toString
     refuseIfActive(logs, options.activeWindowSeconds)
+    def rescalePlan(b: MigrationBackup) = b.has("plan.json") && (JsonMethods.parse(b.read("plan.json")) \
+      "rescaleBatch") != JNothing
     val backup = MigrationBackup.all(logs, hadoopConf).filter(b => !b.has("undone.json") &&
-        (b.has("switched.json") || interruptedRescale(logs, logs.offsetBatches).exists(_.dir == b.dir)))
+        (b.has("switched.json") || rescalePlan(b)))
       .lastOption.getOrElse(throw MigrationErrors.nothingToUndo(root))
     val recordName = if (backup.has("switched.json")) "switched.json" else "plan.json"
     val record = JsonMethods.parse(backup.read(recordName))
@@ -190,14 +193,19 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
     val added = number("rescaleBatch").map(RescaleBatch(_))
     val offsetBatch = added.fold(rerun.getOrElse(committed))(_.batch)
     val newest = logs.offsetBatches.lastOption.getOrElse(-1L)
-    if (newest != offsetBatch || logs.commitBatches.lastOption.exists(_ > added.fold(committed)(_.batch))) {
+    // A rescale's batch may be written in part or not at all (a kill before or during the switch).
+    val allowed = added.fold(Set(offsetBatch))(b => Set(committed, b.batch))
+    if (!allowed(newest) || logs.commitBatches.lastOption.exists(_ > added.fold(committed)(_.batch))) {
       throw MigrationErrors.undoAfterNewBatches(root, offsetBatch, newest)
     }
     // Every file the migration rewrote, the switch back last: the offset entry it replaced, or the
     // batch it added (its commit entry first).
     val restored = backup.keptFiles.sortBy(f => f == logs.offsetFile(offsetBatch))
     restored.foreach(f => logs.replace(f, logs.read(backup.kept(f))))
-    added.foreach(_.undo(logs))
+    added.foreach { batch =>
+      batch.undo(logs)
+      createdPartitionDirs(logs, JsonMethods.parse(backup.read("plan.json"))).foreach(logs.fs.delete(_, true))
+    }
     def partitions(name: String) = number(name).fold(0)(_.toInt)
     val report = MigrationReport(root, to, from, committed, committed + 1, dryRun = false, switched = true,
       Nil, Some(backup.dir.toString), rerun, partitions("partitionsTo"), partitions("partitionsFrom"),
@@ -266,6 +274,25 @@ final class Migration(sessionConf: Map[String, String], hadoopConf: Configuratio
           case _ => false
         })
     }
+
+  /**
+   * The directories of the partitions a rescale added (`state/<op>/<p>` at or above the partition
+   * count the plan recorded): none existed before, since the inventory refuses stray partitions.
+   */
+  private def createdPartitionDirs(logs: CheckpointLogs, plan: JValue): Seq[Path] = {
+    import org.json4s.JArray
+    val created = plan \ "stores" match {
+      case JArray(stores) => stores.flatMap { store =>
+        (store \ "operatorId", store \ "partitions", store \ "targetPartitions") match {
+          case (JInt(op), JInt(count), JArray(targets)) =>
+            targets.collect { case JInt(p) if p >= count => new Path(logs.root, s"state/$op/$p") }
+          case _ => Nil
+        }
+      }
+      case _ => Nil
+    }
+    created.distinct.filter(logs.fs.exists)
+  }
 
   private def loadable(className: String): Unit =
     try Class.forName(className, false, Thread.currentThread().getContextClassLoader)

@@ -97,7 +97,9 @@ object MigrationErrors {
   def partitionsMismatch(store: String, expected: Int, found: Seq[Int]): IllegalStateException =
     refused("PARTITIONS", s"$store should have partitions 0..${expected - 1} but the checkpoint has directories " +
       s"for ${if (found.isEmpty) "none" else found.mkString(", ")}. The checkpoint is incomplete or damaged; restore " +
-      "it before migrating.")
+      "it before migrating. Directories beyond the partition count may be an earlier rescale's: one that shrank " +
+      "the query keeps the old partitions for --undo (once you no longer need it, delete those state/<op>/<p>), " +
+      "and one that was killed before its switch is cleaned up by migrate --undo.")
 
   def verificationFailed(store: String, source: String, destination: String): IllegalStateException =
     refused("VERIFICATION_FAILED", s"$store: the destination holds $destination but the source held $source. " +
