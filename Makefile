@@ -61,9 +61,9 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo demo-jar test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-migration-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo demo-jar test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
-	bench-migrate bench-migrate-quick bench-query bench-query-quick bench-follower bench-follower-quick \
+	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick soak
 
 venv: $(VENV)/.installed
@@ -169,6 +169,10 @@ bench-s3: $(JARS_BUILT) $(S3_CLASSPATH)
 test-migration-full: $(JARS_BUILT) $(WHEEL)
 	TXSTATE_MIGRATION_FULL=1 $(VPY) -m pytest tests/test_migration.py -k emits_what_the_unmigrated
 
+# Every equivalence case rescaled in place 5 -> 2 too (tests/test_rescale.py runs two in CI).
+test-rescale-full: $(JARS_BUILT) $(WHEEL)
+	TXSTATE_RESCALE_FULL=1 $(VPY) -m pytest tests/test_rescale.py -k emits_what_the_unrescaled
+
 # Each older line in its own venv (its pyspark from PyPI; 3.5 is its Scala 2.12 build, the one pyspark
 # ships): packaging, the unit tests (conversions
 # follow pyspark's types), every operator against Spark's HDFS provider across a restart, an
@@ -265,6 +269,9 @@ bench-migrate-quick: $(JARS_BUILT)
 
 bench-migrate: $(JARS_BUILT)
 	$(VPY) bench/migration_bench.py
+
+bench-rescale: $(JARS_BUILT)
+	$(VPY) bench/migration_bench.py --keys 1000000 --in-place-only
 
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(VPY) -m pip install --quiet -r bench/requirements.txt

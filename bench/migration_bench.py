@@ -1,9 +1,13 @@
 """Migration benchmark (issue 13): throughput and peak memory of `python -m txstate_spark migrate`
 for one aggregation's state, Spark's HDFS provider -> txstate, then txstate -> Spark's RocksDB
-provider (changelog on), and the same state rescaled from 2 to 4 partitions on the way.
+provider (changelog on), the same state rescaled from 2 to 4 partitions on the way, and rescaled
+from 2 to 4 partitions in place on txstate (issue 33: `--to txstate --partitions 4` on a checkpoint
+that already runs on txstate).
 
   .venv/bin/python bench/migration_bench.py --quick     (200k keys; `make bench-migrate-quick`)
   .venv/bin/python bench/migration_bench.py             (5M keys; `make bench-migrate`)
+  .venv/bin/python bench/migration_bench.py --keys 1000000 --in-place-only   (HDFS -> txstate, then
+      the in-place rescale only; `make bench-rescale`)
 
 One application builds the state: a single micro-batch of `groupBy(k).agg(count, sum)` over N new
 keys on Spark's HDFS provider, 2 shuffle partitions. Each migration then runs as a user runs it,
@@ -122,6 +126,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="200k keys instead of 5M")
     parser.add_argument("--keys", type=int, help="state rows (default 5,000,000; 200,000 with --quick)")
+    parser.add_argument("--in-place-only", action="store_true",
+                        help="only HDFS -> txstate and the in-place rescale of its result")
     args = parser.parse_args()
     keys = args.keys or (200_000 if args.quick else 5_000_000)
     stamp = timestamp()
@@ -134,30 +140,39 @@ def main() -> int:
         # The rescaling run starts from a copy of the same HDFS checkpoint.
         rescaled = work / "rescaled"
         shutil.copytree(checkpoint, rescaled)
-        runs = [run_migration(checkpoint, "txstate", work / "to-txstate.log", []),
-                run_migration(checkpoint, "rocksdb", work / "to-rocksdb.log", []),
-                run_migration(rescaled, "txstate", work / "rescale.log", ["--partitions", "4"])]
+        runs = [run_migration(checkpoint, "txstate", work / "to-txstate.log", [])]
+        # The in-place rescale starts from a copy of the checkpoint now on txstate.
+        in_place = work / "in-place"
+        shutil.copytree(checkpoint, in_place)
+        if not args.in_place_only:
+            runs += [run_migration(checkpoint, "rocksdb", work / "to-rocksdb.log", []),
+                     run_migration(rescaled, "txstate", work / "rescale.log", ["--partitions", "4"])]
+        runs.append(run_migration(in_place, "txstate", work / "in-place.log", ["--partitions", "4"]))
         loads.append(load_average())
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     problems = [f"migrate --to {r['to']} {' '.join(r['extra'])} moved {r['report']['rows']} rows, expected {keys}"
                 for r in runs if r["report"]["rows"] != keys]
-    labels = ["HDFS -> txstate", "txstate -> RocksDB (changelog on)", "HDFS -> txstate, 2 -> 4 partitions"]
+    labels = ["HDFS -> txstate"] + ([] if args.in_place_only else [
+        "txstate -> RocksDB (changelog on)", "HDFS -> txstate, 2 -> 4 partitions"]) + [
+        "txstate in place, 2 -> 4 partitions"]
     rows = []
     for label, r in zip(labels, runs):
         seconds = r["report"]["seconds"]
         rows.append([label, f"{r['report']['rows']:,}", fmt_num(seconds, " s"), fmt_num(r["report"]["rows"] / seconds),
-                     fmt_num(r["wall_s"], " s"), f"{r['peak_rss_mib']:,}"])
+                     fmt_num(seconds * 1e6 / r["report"]["rows"], " s"), fmt_num(r["wall_s"], " s"),
+                     f"{r['peak_rss_mib']:,}"])
     command = f".venv/bin/python bench/migration_bench.py{' --quick' if args.quick else ''}" + (
-        f" --keys {args.keys}" if args.keys else "")
+        f" --keys {args.keys}" if args.keys else "") + (" --in-place-only" if args.in_place_only else "")
     markdown = "\n".join([
         f"# txstate migration benchmark ({stamp})", "", "Reproduce with:", "", "```", command, "```", "",
         table(["fact", "value"], machine_facts(), right_from=2), "",
         f"State: one aggregation (`groupBy(k).agg(count, sum)`), {keys:,} keys in 2 partitions, built on Spark's "
         f"HDFS provider in {build_s:.0f} s. Each migration is `python -m txstate_spark migrate` in its own "
         f"process (local Spark driver, {DRIVER_MEMORY} heap); it copies, reads back and verifies every row.", "",
-        table(["migration", "rows", "in JVM", "rows/s", "wall (with Spark start)", "peak RSS MiB"], rows), "",
+        table(["migration", "rows", "in JVM", "rows/s", "s per million keys", "wall (with Spark start)",
+               "peak RSS MiB"], rows), "",
         load_warning(loads),
     ])
     return publish("migration", stamp, markdown, {"keys": keys, "build_s": build_s, "runs": runs}, problems)

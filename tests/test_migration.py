@@ -336,11 +336,10 @@ def test_transform_with_state_is_refused_naming_the_operator(spark, work_dir):
 
 
 def test_migrating_to_the_provider_in_use_is_refused(spark, work_dir):
+    """Without --partitions there is nothing to do (rescaling in place is tests/test_rescale.py's)."""
     run_case(spark, first_run_only(CASES["aggregation_update"]), TXSTATE_PROVIDER, work_dir)
     with pytest.raises(TxStateMigrationError, match="NOTHING_TO_DO.*already runs on txstate"):
         migrate(spark, str(work_dir / "checkpoint"), to="txstate", active_window_seconds=0)
-    with pytest.raises(TxStateMigrationError, match="RESCALE_IN_PLACE.*--partitions 4"):
-        migrate(spark, str(work_dir / "checkpoint"), to="txstate", partitions=4, active_window_seconds=0)
     with pytest.raises(TxStateMigrationError, match="BAD_ARGUMENT.*--partitions must be between 1"):
         migrate(spark, str(work_dir / "checkpoint"), to="hdfs", partitions=0, active_window_seconds=0)
 
@@ -367,13 +366,14 @@ KILL_POINTS = {
 }
 
 
-def kill_migration_when(checkpoint: Path, point: Callable[[dict], bool], timeout_s: float = 120) -> str:
-    """Run the command line's migration to txstate; SIGKILL it when `point` holds. Returns the phase
-    it was killed in ('finished' if it ended first)."""
+def kill_migration_when(checkpoint: Path, point: Callable[[dict], bool], timeout_s: float = 120,
+                        extra_args: tuple[str, ...] = ()) -> str:
+    """Run the command line's migration to txstate (with `extra_args`, e.g. `--partitions 3`); SIGKILL
+    it when `point` holds. Returns the phase it was killed in ('finished' if it ended first)."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "python")}
     process = subprocess.Popen(
         [sys.executable, "-m", "txstate_spark", "migrate", str(checkpoint), "--to", "txstate",
-         "--active-window", "0"],
+         "--active-window", "0", *extra_args],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env, start_new_session=True)
     deadline = time.time() + timeout_s
     killed_in = "finished"

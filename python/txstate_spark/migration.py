@@ -60,6 +60,8 @@ class MigrationReport:
     partitions_from: int
     partitions_to: int
     seconds: float
+    # The batch an in-place rescale added to carry the new partitions (None for other migrations).
+    rescale_batch: Optional[int] = None
 
     def summary(self) -> str:
         """A few human-readable lines."""
@@ -71,7 +73,8 @@ class MigrationReport:
                  f"(checkpoint {self.checkpoint}, last committed batch {self.last_committed_batch}, "
                  f"{self.seconds:.1f}s)"]
         if self.partitions_to != self.partitions_from:
-            lines.append(f"  rescaled from {self.partitions_from} to {self.partitions_to} partitions")
+            lines.append(f"  rescaled from {self.partitions_from} to {self.partitions_to} partitions"
+                         + (f", committed as batch {self.rescale_batch}" if self.rescale_batch is not None else ""))
         for s in self.stores:
             lines.append(f"  operator {s.operator_id} ({s.operator_name}) store {s.store_name}: "
                          f"{s.rows} rows in {s.partitions} partitions, hash {s.hash}")
@@ -91,7 +94,7 @@ class MigrationReport:
         return MigrationReport(raw["action"], raw["checkpoint"], raw["from"], raw["to"], raw["lastCommittedBatch"],
                                raw["stateVersion"], raw["dryRun"], raw["switched"], raw["rows"], stores,
                                raw["backup"], raw["rerunBatch"], raw["partitionsFrom"],
-                               raw["partitionsTo"], raw["seconds"])
+                               raw["partitionsTo"], raw["seconds"], raw.get("rescaleBatch"))
 
 
 def migrate(
@@ -115,7 +118,9 @@ def migrate(
     the middle of a batch, migrate the state of the last commit instead of refusing; the query then
     re-runs that unfinished batch (same id, same input) on ``to``. ``partitions``: rescale the state
     to this many partitions (the query's ``spark.sql.shuffle.partitions`` from then on), placing
-    every key where Spark's shuffle will look for it.
+    every key where Spark's shuffle will look for it. A query that already runs on txstate is
+    rescaled in place with ``to="txstate"``: the new partitions are committed as a new batch that
+    reads no input, beside the files the query loads until then.
 
     Raises:
         TxStateMigrationError: the migration was refused or failed; the message names the file,

@@ -61,10 +61,19 @@ object MigrationErrors {
     refused("NOTHING_TO_DO", s"checkpoint $root already runs on $provider; nothing to migrate.")
 
   def rescaleInPlace(root: String, provider: String, partitions: Int): IllegalStateException =
-    refused("RESCALE_IN_PLACE", s"checkpoint $root runs on $provider: rescaling to $partitions partitions on the " +
-      "same provider would write the new partitions' state over files the original query still needs until the " +
-      s"switch. Rescale while changing provider (--to another provider --partitions $partitions), and move back " +
-      "after the query has run a batch there, if you want.")
+    refused("RESCALE_IN_PLACE", s"checkpoint $root runs on $provider: migrate rescales in place only a query " +
+      s"that runs on txstate. Rescale on the way to txstate (--to txstate --partitions $partitions), or on the " +
+      "way to another provider.")
+
+  def rescaleUnfinishedBatch(root: String, lastCommitted: Long, unfinished: Long): IllegalStateException =
+    refused("UNCOMMITTED_OFFSETS", s"checkpoint $root has an unfinished batch $unfinished after its last committed " +
+      s"batch $lastCommitted, and this rescale adds its new partitions as batch ${lastCommitted + 1}. Restart the " +
+      "query once so it finishes that batch, stop it, then rescale.")
+
+  def interruptedRescale(root: String, batch: Long, backup: String): IllegalStateException =
+    refused("INTERRUPTED_RESCALE", s"checkpoint $root has the offset entry of batch $batch, which an in-place " +
+      s"rescale added (plan in $backup), but no commit for it: the rescale stopped while switching. Run migrate " +
+      "--undo to remove that batch and go back to the original partitions (then rescale again if you want).")
 
   def misplaced(store: String, from: Int, placed: Int, targets: Seq[Int]): IllegalStateException =
     refused("PLACEMENT", s"$store: a key of partition $from was placed in partition $placed, not one of " +
@@ -88,7 +97,9 @@ object MigrationErrors {
   def partitionsMismatch(store: String, expected: Int, found: Seq[Int]): IllegalStateException =
     refused("PARTITIONS", s"$store should have partitions 0..${expected - 1} but the checkpoint has directories " +
       s"for ${if (found.isEmpty) "none" else found.mkString(", ")}. The checkpoint is incomplete or damaged; restore " +
-      "it before migrating.")
+      "it before migrating. Directories beyond the partition count may be an earlier rescale's: one that shrank " +
+      "the query keeps the old partitions for --undo (once you no longer need it, delete those state/<op>/<p>), " +
+      "and one that was killed before its switch is cleaned up by migrate --undo.")
 
   def verificationFailed(store: String, source: String, destination: String): IllegalStateException =
     refused("VERIFICATION_FAILED", s"$store: the destination holds $destination but the source held $source. " +

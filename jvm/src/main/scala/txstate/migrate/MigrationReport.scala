@@ -11,10 +11,14 @@ final case class StoreReport(operatorId: Long, operatorName: String, storeName: 
     "hash" -> JString(f"$hash%016x"), "seconds" -> org.json4s.JDouble(seconds))
 }
 
-/** The outcome of one run of migrate: returned to Python as JSON and kept in the backup folder. */
+/**
+ * The outcome of one run of migrate: returned to Python as JSON and kept in the backup folder.
+ * `rescaleBatch`: the batch an in-place (or format-v2) rescale added (`RescaleBatch`).
+ */
 final case class MigrationReport(checkpoint: String, from: String, to: String, lastCommittedBatch: Long,
     stateVersion: Long, dryRun: Boolean, switched: Boolean, stores: Seq[StoreReport], backup: Option[String],
-    rerunBatch: Option[Long], partitionsFrom: Int, partitionsTo: Int, seconds: Double, action: String = "migrate") {
+    rerunBatch: Option[Long], partitionsFrom: Int, partitionsTo: Int, seconds: Double, action: String = "migrate",
+    rescaleBatch: Option[Long] = None) {
   def rows: Long = stores.map(_.rows).sum
 
   def json: String = JsonMethods.compact(JObject(
@@ -24,5 +28,6 @@ final case class MigrationReport(checkpoint: String, from: String, to: String, l
     "dryRun" -> JBool(dryRun), "switched" -> JBool(switched), "rows" -> JInt(rows),
     "stores" -> JArray(stores.map(_.json).toList), "backup" -> backup.fold[JValue](JNull)(JString(_)),
     "rerunBatch" -> rerunBatch.fold[JValue](JNull)(JInt(_)),
+    "rescaleBatch" -> rescaleBatch.fold[JValue](JNull)(JInt(_)),
     "partitionsFrom" -> JInt(partitionsFrom), "partitionsTo" -> JInt(partitionsTo), "seconds" -> org.json4s.JDouble(seconds)))
 }

@@ -41,21 +41,20 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
   }
 
   /**
-   * Copies `store` at `version` from the partitions `sources` into the partitions `targets`,
-   * sending each row to `placement(key)` (one of `targets`); returns the digest of the rows read.
-   * Every target gets a store at `version`, empty if no row goes there (Spark loads each one).
-   * `checkpointIds(p)`: under checkpoint format v2, the id partition `p`'s store is read at and the
-   * id its copy lands on (the one the query's commit log names).
+   * Copies `store` at `source`'s version from the partitions `sources` into the partitions
+   * `targets`, sending each row to `placement(key)` (one of `targets`); returns the digest of the
+   * rows read. Every target gets a store at `target`'s version, empty if no row goes there (Spark
+   * loads each one). The versions are equal, except when rescaling in place: then the copies land
+   * one version higher, beside the files the original query still loads (`RescaleBatch`).
    */
   def copy(from: String, to: String, store: StoreToCopy, sources: Seq[Int], targets: Seq[Int],
-      placement: UnsafeRow => Int, version: Long, checkpointIds: Int => Option[String],
-      onRow: () => Unit): StoreDigest = {
+      placement: UnsafeRow => Int, source: StoreVersion, target: StoreVersion, onRow: () => Unit): StoreDigest = {
     val landings = scala.collection.mutable.LinkedHashMap.empty[Int, Landing]
     try {
-      targets.foreach(q => landings(q) = openLanding(to, store, q, version, checkpointIds(q)))
+      targets.foreach(q => landings(q) = openLanding(to, store, q, target.version, target.checkpointId(q)))
       val digest = new StoreDigest.Builder
       sources.foreach { p =>
-        read(from, store, p, version, checkpointIds(p)) { (key, value) =>
+        read(from, store, p, source.version, source.checkpointId(p)) { (key, value) =>
           digest.add(key, value)
           val q = placement(key)
           val landing = landings.getOrElse(q, throw MigrationErrors.misplaced(store.label, p, q, targets))
@@ -76,11 +75,11 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
     } finally landings.values.foreach(_.close())
   }
 
-  /** The digest of `store`'s `partition` at `version` as `provider` reads it back; `check` sees each key. */
-  def digest(provider: String, store: StoreToCopy, partition: Int, version: Long, checkpointId: Option[String],
+  /** The digest of `store`'s `partition` at a version as `provider` reads it back; `check` sees each key. */
+  def digest(provider: String, store: StoreToCopy, partition: Int, at: StoreVersion,
       check: UnsafeRow => Unit = _ => ()): StoreDigest = {
     val digest = new StoreDigest.Builder
-    read(provider, store, partition, version, checkpointId) { (key, value) =>
+    read(provider, store, partition, at.version, at.checkpointId(partition)) { (key, value) =>
       check(key)
       digest.add(key, value)
     }
@@ -189,3 +188,9 @@ final class StoreCopier(stateRoot: Path, storeConf: Map[String, String], session
     new StateStoreConf(sqlConf)
   }
 }
+
+/**
+ * A version of a store's partitions, and under checkpoint format v2 the checkpoint id each
+ * partition is read at or lands on (None under format v1).
+ */
+final case class StoreVersion(version: Long, checkpointId: Int => Option[String])

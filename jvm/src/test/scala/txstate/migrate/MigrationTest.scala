@@ -85,11 +85,9 @@ final class MigrationTest extends AnyFunSuite with CheckpointFixture {
     assert(again.getMessage.startsWith("[TXSTATE_MIGRATION_NOTHING_TO_UNDO]"))
   }
 
-  test("a checkpoint already on the destination, or rescaled in place, is refused before anything is written") {
+  test("a checkpoint already on the destination is refused before anything is written") {
     val ck = sparkRunCheckpoint("agg")
     assert(refusal(options(ck, to = "txstate")).startsWith("[TXSTATE_MIGRATION_NOTHING_TO_DO] checkpoint "))
-    assert(refusal(options(ck, to = "TxState", partitions = Some(4))).contains(
-      "[TXSTATE_MIGRATION_RESCALE_IN_PLACE]"))
     val e = intercept[IllegalArgumentException](migrate(options(ck, partitions = Some(0))))
     assert(e.getMessage == "[TXSTATE_MIGRATION_BAD_ARGUMENT] --partitions must be between 1 and 100000, got 0")
     assert(!ck.file(MigrationBackup.folderName).exists())
