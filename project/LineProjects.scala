@@ -18,8 +18,14 @@ object LineProjects extends AutoPlugin {
   /** Lines under way: their projects exist (`build/sbt spark35_212/test`), nothing aggregates them. */
   val previewLines: Seq[SparkLine] = SparkLines.load(file("project/spark-lines-preview.tsv"))
   private val allLines = lines ++ previewLines
+  /**
+   * The row `name` selects, as the Makefile's SPARK_ROW does: a row's key ("4.0", "3.5_2.13"), else
+   * the row of that line that pyspark ships ("3.5" is 3.5_2.12: 3.5_2.13 has no pyspark).
+   */
   def lineOf(name: String): SparkLine =
-    lines.find(_.key == name).getOrElse(sys.error(s"project/spark-lines.tsv has no Spark line $name"))
+    lines.find(_.key == name)
+      .orElse(lines.find(l => l.line == name && l.pyspark != "-"))
+      .getOrElse(sys.error(s"project/spark-lines.tsv has no Spark line $name"))
   val newestLine: SparkLine = lines.maxBy(l => SparkLines.order(l.line))
   val scalatest = "org.scalatest" %% "scalatest" % "3.2.19"
   // The Hadoop version pyspark of the newest line ships (hadoop-client-api/-runtime-3.5.0 in its jars).

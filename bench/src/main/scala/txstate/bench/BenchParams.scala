@@ -1,5 +1,7 @@
 package txstate.bench
 
+import scala.util.Try
+
 /**
  * The size of one benchmark run, chosen on the command line.
  *
@@ -76,6 +78,6 @@ object BenchParams {
   }
 
   private def positive(flag: String, raw: String): Int =
-    raw.toIntOption.filter(_ > 0).getOrElse(
+    Try(raw.toInt).toOption.filter(_ > 0).getOrElse(
       throw new IllegalArgumentException(s"StoreBench: $flag needs a positive whole number, got '$raw'.\n$usage"))
 }

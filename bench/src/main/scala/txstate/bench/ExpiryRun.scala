@@ -46,12 +46,12 @@ final class ExpiryRun(params: FormatParams, hadoopConf: Configuration, scratch: 
       val expiry = store.batch(youngIds(), stamp(epochMs + 75 * minute), ttl)
 
       val problems = Seq(
-        Option.when(first.expired != 0)(s"the first TTL batch expired ${first.expired} rows, expected 0"),
+        when(first.expired != 0)(s"the first TTL batch expired ${first.expired} rows, expected 0"),
         quiet.find(_.expired != 0).map(t => s"a TTL batch with nothing old enough expired ${t.expired} rows, expected 0"),
-        Option.when(expiry.expired != old)(s"the expiry batch expired ${expiry.expired} rows, expected exactly $old"),
-        Option.when(store.numKeys != total - old)(s"after expiry the store holds ${store.numKeys} keys, expected ${total - old}"),
-        Option.when(store.holds(0) || store.holds(old - 1))(s"an expired key (id 0 or ${old - 1}) is still readable"),
-        Option.when(!store.holds(old) || !store.holds(total - 1))(s"a key that must not expire (id $old or ${total - 1}) is gone")
+        when(expiry.expired != old)(s"the expiry batch expired ${expiry.expired} rows, expected exactly $old"),
+        when(store.numKeys != total - old)(s"after expiry the store holds ${store.numKeys} keys, expected ${total - old}"),
+        when(store.holds(0) || store.holds(old - 1))(s"an expired key (id 0 or ${old - 1}) is still readable"),
+        when(!store.holds(old) || !store.holds(total - 1))(s"a key that must not expire (id $old or ${total - 1}) is gone")
       ).flatten
       if (problems.nonEmpty) Left(s"repetition $rep: ${problems.mkString("; ")}")
       else Right(Measured(fillMs, first, quiet, expiry))
@@ -70,6 +70,9 @@ object ExpiryRun {
   val ttlMs: Long = 60 * minute
   val epochMs: Long = FormatComparison.epochMs
   val fillChunk: Int = 100000
+
+  /** `why` when `failed`: Scala 2.13's `Option.when`, which 2.12 (the 3.5 line) lacks. */
+  private def when(failed: Boolean)(why: => String): Option[String] = if (failed) Some(why) else None
 
   /**
    * One repetition: the time to fill the store, the first TTL batch (builds the index), the TTL

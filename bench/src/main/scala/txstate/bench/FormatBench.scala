@@ -73,9 +73,9 @@ object FormatBench {
       val problems = expiry.collect { case Left(why) => why }
       val measured = expiry.collect { case Right(m) => m }
 
-      val preliminary = FormatReport.Outcome(params, summaries, sizes,
-        Option.when(measured.nonEmpty)(ExpirySummary(measured)), problems, profile = None)
-      val profile = Option.when(params.profile.getOrElse(!preliminary.met || preliminary.borderline)) {
+      val preliminary: FormatReport.Outcome = FormatReport.Outcome(params, summaries, sizes,
+        (if (measured.nonEmpty) Some(ExpirySummary(measured)) else None), problems, profile = None)
+      val profile = if (!params.profile.getOrElse(!preliminary.met || preliminary.borderline)) None else Some {
         System.gc()
         progress(s"profiling both formats (sampled, not part of the results): format 2 is at " +
           f"${preliminary.updatesRatio}%.2fx of format 1")
@@ -87,7 +87,7 @@ object FormatBench {
       val command = Seq(
         s"""build/sbt "${("bench/runMain txstate.bench.FormatBench" +: args.toSeq).mkString(" ")}"""",
         if (params.mode == "quick") "make bench-format-quick" else "make bench-format")
-      val busiest = loads.result().filterNot(_.isNaN).maxOption.getOrElse(Double.NaN)
+      val busiest = loads.result().filterNot(_.isNaN).reduceOption(_ max _).getOrElse(Double.NaN)
       val facts = Facts.collect() ++ Seq(
         "load average at start" -> f"$loadAtStart%.1f",
         "load average, busiest repetition" -> f"$busiest%.1f",

@@ -1,5 +1,7 @@
 package txstate.bench
 
+import scala.util.Try
+
 /**
  * The size of one storage-format benchmark run (issue 14), chosen on the command line.
  *
@@ -73,6 +75,6 @@ object FormatParams {
   }
 
   private def positive(flag: String, raw: String): Int =
-    raw.toIntOption.filter(_ > 0).getOrElse(
+    Try(raw.toInt).toOption.filter(_ > 0).getOrElse(
       throw new IllegalArgumentException(s"FormatBench: $flag needs a positive whole number, got '$raw'.\n$usage"))
 }

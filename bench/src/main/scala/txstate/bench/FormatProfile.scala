@@ -29,7 +29,7 @@ object FormatProfile {
       rows.foreach { case (m, x, y) => sb ++= s"| ${name(m)} | ${fmt("%.3f", x)} | ${fmt("%.3f", y)} | ${fmt("%+.3f", y - x)} |\n" }
       (sb.result(), rows)
     }
-    def layers(c: Sampler.Counts) = c.self.groupMapReduce { case (m, _) => Sampler.layer(m) }(_._2)(_ + _)
+    def layers(c: Sampler.Counts) = Sampler.byLayer(c.self)
     val (layerTable, _) = diffTable("layer (self time)", layers(c1), layers(c2), _ => true, identity)
     val (methodTable, methodRows) = diffTable("method (inclusive: on the stack)", c1.inclusive, c2.inclusive,
       m => Sampler.isStorePath(m) && !Sampler.isPlumbing(m), m => s"`${Sampler.short(m)}`")

@@ -2,14 +2,14 @@ package txstate.bench
 
 import java.io.File
 
-import scala.jdk.CollectionConverters._
-import scala.util.Using
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec
 import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, ColumnFamilyOptions, DBOptions, Options, RocksDB}
 
+import txstate.compat.ScalaLibrary.CollectionConverters._
+import txstate.compat.ScalaLibrary.Using
+import txstate.compat.StateApi.NoPrefixKeyStateEncoderSpec
 import txstate.engine.{TimeToLive, WriteStamp}
 import txstate.spark.{ColumnFamilies, RowCodec, TxStateConf}
 import txstate.store.{BatchClock, LoadRequest, LocalDirectory, StoreBatch, StoreInstance}

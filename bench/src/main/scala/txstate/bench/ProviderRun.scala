@@ -18,7 +18,6 @@ final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configurati
   import ProviderRun._
 
   private val rows = new RowMaker
-  private val spec = NoPrefixKeyStateEncoderSpec(Workload.keySchema)
 
   /**
    * @param localRoot where a peer with a stable local directory setting keeps it; such a peer runs
@@ -109,16 +108,8 @@ final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configurati
   }
 
   private def create(storeId: StateStoreId, conf: StateStoreConf): StateStoreProvider =
-    StateStoreProvider.createAndInit(
-      StateStoreProviderId(storeId, UUID.randomUUID()),
-      Workload.keySchema,
-      Workload.valueSchema,
-      spec,
-      false, // useColumnFamilies
-      conf,
-      hadoopConf,
-      false, // useMultipleValuesPerKey
-      None)
+    ProviderCalls.createAndInit(StateStoreProviderId(storeId, UUID.randomUUID()), Workload.keySchema,
+      Workload.valueSchema, conf, hadoopConf)
 
   private def timedBatch(provider: StateStoreProvider, version: Long, ids: Array[Int], batch: Long): BatchTiming = {
     val cpu0 = threadCpuNs()
@@ -184,8 +175,7 @@ final class ProviderRun(peer: Peer, plan: Workload.Plan, hadoopConf: Configurati
   private def verify(store: StateStore): Either[String, Unit] = {
     val expectedKeys = plan.distinctKeys.toLong
     var numKeys = 0L
-    val all = store.iterator()
-    try while (all.hasNext) { all.next(); numKeys += 1 } finally all.close()
+    ProviderCalls.scan(store) { all => while (all.hasNext) { all.next(); numKeys += 1 } }
     if (numKeys != expectedKeys) Left(s"${peer.name}: ${numKeys} keys, expected $expectedKeys")
     else {
       val wrong = expectedCounts(plan).iterator.map { case (id, expected) =>

@@ -3,11 +3,11 @@ package txstate.bench
 import java.io.{BufferedOutputStream, DataOutputStream, File, FileOutputStream}
 import java.nio.ByteBuffer
 
-import scala.util.Using
-
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.unsafe.Platform
 import org.rocksdb._
+
+import txstate.compat.ScalaLibrary.Using
 
 /**
  * The physical limit: the same get + put workload straight against rocksdbjni with the cheapest
@@ -101,7 +101,7 @@ final class RawRocksLimit(plan: Workload.Plan, changelog: Boolean, tuning: RawRo
 
   /** Same checks as the providers get: every distinct key once, and the counts of a sample of keys. */
   private def verify(db: RocksDB): Either[String, Unit] = {
-    val distinct = math.max(plan.preloadKeys, plan.batches.iterator.map(b => if (b.isEmpty) 0 else b.max + 1).maxOption.getOrElse(0))
+    val distinct = math.max(plan.preloadKeys, plan.batches.iterator.map(b => if (b.isEmpty) 0 else b.max + 1).reduceOption(_ max _).getOrElse(0))
     var numKeys = 0L
     Using.resource(db.newIterator()) { it =>
       it.seekToFirst()

@@ -54,7 +54,7 @@ object Report {
         s"${ms(s.rerunMs)}${range(s.rerunSpread, ms)} | ${ms(s.maintenanceMs)} | ${mib(s.checkpointBytes)} | ${s.verification} | ${fmt("%.1f", s.loadAverage)} |\n"
     }
     val cores = Runtime.getRuntime.availableProcessors()
-    val busiest = ok.map(_.loadAverage).filterNot(_.isNaN).maxOption.getOrElse(0.0)
+    val busiest = ok.map(_.loadAverage).filterNot(_.isNaN).reduceOption(_ max _).getOrElse(0.0)
     if (busiest > cores) {
       sb ++= s"\n**Warning:** the 1-minute load average reached ${fmt("%.1f", busiest)} on $cores cores: other processes " +
         "competed for the CPU, so wall-clock numbers are noisy. updates/CPU-s (benchmark thread CPU time) is the steadier comparison.\n"

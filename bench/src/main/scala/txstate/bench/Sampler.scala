@@ -41,7 +41,7 @@ final class Sampler(target: Thread, intervalMicros: Long = 1000L) extends AutoCl
     samples += 1
     val top = name(stack(0))
     selfCounts(top) += 1
-    val path = stack.iterator.drop(1).map(name).filterNot(Sampler.isPlumbing).take(Sampler.pathDepth).toSeq
+    val path = stack.iterator.drop(1).map(name).filterNot(Sampler.isPlumbing).take(Sampler.pathDepth).toList
     val paths = pathCounts.getOrElseUpdate(top, mutable.HashMap.empty[Seq[String], Long])
     paths(path) = paths.getOrElse(path, 0L) + 1
     // The innermost txstate frame: which of our methods led to this leaf.
@@ -49,7 +49,7 @@ final class Sampler(target: Thread, intervalMicros: Long = 1000L) extends AutoCl
       .getOrElse("(outside txstate)")
     val entries = entryCounts.getOrElseUpdate(top, mutable.HashMap.empty[String, Long])
     entries(entry) = entries.getOrElse(entry, 0L) + 1
-    stack.iterator.map(name).distinct.foreach(n => inclusiveCounts(n) += 1)
+    stack.iterator.map(name).toSet[String].foreach(n => inclusiveCounts(n) += 1)
   }
 
   private def name(f: StackTraceElement): String =
@@ -61,7 +61,7 @@ final class Sampler(target: Thread, intervalMicros: Long = 1000L) extends AutoCl
   /** Markdown: where the samples fell, by layer, by method (self), and by method (inclusive). */
   def report(inclusiveOf: String => Boolean, top: Int = 25): String = synchronized {
     def pct(n: Long) = f"${100.0 * n / math.max(1L, samples)}%5.1f%%"
-    val layers = selfCounts.groupMapReduce { case (n, _) => Sampler.layer(n) }(_._2)(_ + _).toSeq.sortBy(-_._2)
+    val layers = Sampler.byLayer(selfCounts).toSeq.sortBy(-_._2)
     val sb = new StringBuilder
     sb ++= s"$samples samples, one every ${intervalMicros} µs of the profiled batches (get/put loop and commit).\n\n"
     sb ++= "| layer (self time) | share |\n|---|---|\n"
@@ -115,4 +115,11 @@ object Sampler {
       "JDK I/O"
     else if (method.startsWith("scala.")) "Scala library"
     else "JDK other"
+
+  /** Sample counts summed per [[layer]] (2.13's `groupMapReduce`, which 2.12 lacks). */
+  def byLayer(counts: collection.Map[String, Long]): Map[String, Long] =
+    counts.foldLeft(Map.empty[String, Long]) { case (sums, (method, n)) =>
+      val l = layer(method)
+      sums.updated(l, sums.getOrElse(l, 0L) + n)
+    }
 }

@@ -160,7 +160,8 @@ object StoreBench {
 
   private def notes(params: BenchParams): Seq[String] = Seq(
     "Each provider runs on its own fresh checkpoint directory, created through `StateStoreProvider.createAndInit` " +
-      "with a `StateStoreConf` built from a `SQLConf`, `NoPrefixKeyStateEncoderSpec`, operator 0, partition 0.",
+      "with a `StateStoreConf` built from a `SQLConf`, no prefix key columns (`NoPrefixKeyStateEncoderSpec`; " +
+      "`numColsPrefixKey = 0` on 3.5), operator 0, partition 0.",
     "Key: one 16-character string column (32-byte UnsafeRow). Value: three longs (32-byte UnsafeRow). " +
       s"Per row: `get(key)` then `put(key, newValue)`; ${(params.newKeyRatio * 100).round}% of rows write a new key.",
     "A local[1] SparkSession provides SparkEnv and the driver's StateStoreCoordinator; no job runs. Commit " +
