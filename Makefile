@@ -174,8 +174,7 @@ test-rescale-full: $(JARS_BUILT) $(WHEEL)
 	TXSTATE_RESCALE_FULL=1 $(VPY) -m pytest tests/test_rescale.py -k emits_what_the_unrescaled
 
 # Each older line in its own venv (its pyspark from PyPI; 3.5 is its Scala 2.12 build, the one pyspark
-# ships): packaging, the unit tests (conversions
-# follow pyspark's types), every operator against Spark's HDFS provider across a restart, an
+# ships): packaging, the unit tests (conversions follow pyspark's types), every operator against Spark's HDFS provider across a restart, an
 # executor killed mid-batch, the txstate data source, a follower (which also reads through the data
 # source), and state TTL on an aggregation (whose read-then-write stores differ by line).
 LINE_TESTS := tests/test_packaging.py tests/unit tests/test_operator_equivalence.py tests/test_executor_failure.py \

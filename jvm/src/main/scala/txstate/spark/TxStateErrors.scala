@@ -76,6 +76,13 @@ object TxStateErrors {
     new IllegalArgumentException(s"[TXSTATE_QUERY_BAD_SCHEMA_FILE] cannot read the store schema file $path: " +
       s"${cause.getMessage}. A txstate provider rewrites it when the query runs again.", cause)
 
+  def unfinishedRescale(checkpoint: String, batchId: Long, before: Int, now: Int): IllegalStateException =
+    new IllegalStateException(s"[TXSTATE_UNFINISHED_RESCALE] batch $batchId of the query on $checkpoint runs with " +
+      s"$now shuffle partitions, the batch before with $before: an in-place rescale (migrate --partitions $now) " +
+      "stopped before its last write, and resuming its batch would run on the old state. Stop the query and run " +
+      s"`python -m txstate_spark migrate $checkpoint --undo` (back to $before partitions; rescale again after if " +
+      "you like).")
+
   def busy(store: StateStoreId, waitedMs: Long, holder: String): IllegalStateException =
     new IllegalStateException(
       s"[TXSTATE_STORE_BUSY] state store $store is still used by $holder after waiting $waitedMs ms; " +

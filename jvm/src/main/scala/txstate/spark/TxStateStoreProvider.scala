@@ -42,6 +42,7 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
   private var codecs: RowCodecs = _
   @volatile private var instanceOpt: Option[StoreInstance] = None
   @volatile private var closed = false
+  @volatile private var rescaleChecked = false
   private val inUse = new Semaphore(1)
   @volatile private var holder: Option[String] = None
   // The store the holder has open: a task that opens another one takes it over (Spark 4.0).
@@ -187,6 +188,7 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
         earlier.abort()
       case None => ()
     }
+    checkUnfinishedRescale()
     acquire()
     try {
       val batch =
@@ -200,6 +202,17 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
     }
   }
 
+  /** The micro-batch of the streaming query's task that opens the store, if it is one. */
+  private def streamingBatch: Option[Long] =
+    Option(TaskContext.get()).flatMap(t => Option(t.getLocalProperty(streamingBatchIdProperty)))
+      .flatMap(id => Try(id.toLong).toOption)
+
+  /** Once per store instance, at its first batch of a streaming query (see [[UnfinishedRescale]]). */
+  private def checkUnfinishedRescale(): Unit = if (!rescaleChecked) {
+    streamingBatch.foreach(batch => UnfinishedRescale.check(new Path(storeId.checkpointRootLocation), batch, hadoopConf))
+    rescaleChecked = true
+  }
+
   /**
    * What the batch's writes are stamped with, and its TTL. In a streaming query's task (Spark sets
    * the batch id as a local property) the time is the batch's timestamp from the offset log, and
@@ -207,8 +220,6 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
    * unknown (batch and time) and nothing expires: those read or copy versions already committed.
    */
   private def clockOf(request: LoadRequest): BatchClock = {
-    val streamingBatch = Option(TaskContext.get()).flatMap(t => Option(t.getLocalProperty(streamingBatchIdProperty)))
-      .flatMap(id => Try(id.toLong).toOption)
     (request, streamingBatch) match {
       case (_: LoadRequest.FromSnapshot, _) => BatchClock.untimed
       case (_, Some(batch)) =>
