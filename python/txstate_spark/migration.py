@@ -9,11 +9,11 @@ provider the checkpoint records. See the README, "Moving a query to txstate (and
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from txstate_spark.errors import TxStateMigrationError
+from txstate_spark.jvm_calls import ProgressCallback, driver_class, progress_polled
 from txstate_spark.query.gateway import txstate_error_message
 
 if TYPE_CHECKING:
@@ -23,8 +23,7 @@ GATEWAY_CLASS = "txstate.migrate.MigrationGateway"
 DESTINATIONS = ("txstate", "rocksdb", "hdfs")
 DEFAULT_ACTIVE_WINDOW_SECONDS = 60
 
-#: Called with the JVM's progress (phase, current, done, total, rows, rowsPerSecond, etaSeconds).
-ProgressCallback = Callable[[Dict[str, Any]], None]
+# Progress callbacks get the JVM's phase, current, done, total, rows, rowsPerSecond and etaSeconds.
 
 
 @dataclass(frozen=True)
@@ -133,52 +132,17 @@ def migrate(
                "undo": undo, "activeWindowSeconds": int(active_window_seconds),
                "rollbackUncommitted": rollback_uncommitted}
     gateway = _gateway(spark)
-    stop = threading.Event()
-    poller = None
-    if progress is not None:
-        poller = threading.Thread(target=_poll, args=(gateway, progress, stop), daemon=True)
-        poller.start()
     try:
-        answer = gateway.run(spark._jsparkSession, json.dumps(options))
+        with progress_polled(gateway, progress):
+            answer = gateway.run(spark._jsparkSession, json.dumps(options))
     except Exception as error:  # Py4JJavaError or pyspark's CapturedException
         message = txstate_error_message(error)
         if message is None:
             raise
         raise TxStateMigrationError(message) from None
-    finally:
-        stop.set()
-        if poller is not None:
-            poller.join(timeout=5)
     return MigrationReport.from_json(answer)
 
 
-def _poll(gateway: Any, callback: ProgressCallback, stop: threading.Event) -> None:
-    last = None
-    while not stop.wait(0.25):
-        try:
-            current = gateway.progress()
-        except Exception:  # the gateway went away: the main call reports why
-            return
-        if current != last:
-            last = current
-            callback(json.loads(current))
-
-
 def _gateway(spark: Any) -> Any:
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None or getattr(spark, "_jsparkSession", None) is None:
-        raise TxStateMigrationError(
-            "migrate needs a classic (py4j) pyspark SparkSession on the driver, not Spark Connect; "
-            "or run `python -m txstate_spark migrate CHECKPOINT --to ...`, which starts its own local session"
-        )
-    gateway = jvm
-    for part in GATEWAY_CLASS.split("."):
-        gateway = getattr(gateway, part)
-    from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
-
-    if not isinstance(gateway, JavaClass):
-        raise TxStateMigrationError(
-            f"the driver JVM has no {GATEWAY_CLASS}: the txstate-spark jar on its classpath is missing or "
-            "older than migrate. Start the session with txstate_spark.configure(SparkSession.builder)."
-        )
-    return gateway
+    return driver_class(spark, GATEWAY_CLASS, "migrate", "or run `python -m txstate_spark migrate CHECKPOINT --to ...`, "
+                        "which starts its own local session", TxStateMigrationError)
