@@ -61,7 +61,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo demo-jar test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo demo-jar test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick soak
@@ -174,21 +174,30 @@ test-rescale-full: $(JARS_BUILT) $(WHEEL)
 	TXSTATE_RESCALE_FULL=1 $(VPY) -m pytest tests/test_rescale.py -k emits_what_the_unrescaled
 
 # Each older line in its own venv (its pyspark from PyPI; 3.5 is its Scala 2.12 build, the one pyspark
-# ships): packaging, the unit tests (conversions follow pyspark's types), every operator against Spark's HDFS provider across a restart, an
-# executor killed mid-batch, the txstate data source, a follower (which also reads through the data
-# source), and state TTL on an aggregation (whose read-then-write stores differ by line).
-LINE_TESTS := tests/test_packaging.py tests/unit tests/test_operator_equivalence.py tests/test_executor_failure.py \
+# ships). The two oldest (3.5 and 4.0: their adapter files differ most from the newest line's) run
+# LINE_TESTS: packaging, the unit tests (conversions follow pyspark's types), every operator against
+# Spark's HDFS provider across a restart, an executor killed mid-batch, the txstate data source, a
+# follower (which also reads through the data source), state TTL on an aggregation (whose
+# read-then-write stores differ by line) and the hot-state cache. The lines between them and the
+# newest (4.1, 4.2) run LINE_CORE_TESTS: the unit tests and every operator across a restart, which
+# exercise their own files (ApiOfOtherLines); every file they share is run in full on an older or
+# the newest line (`make test-lines-full` runs LINE_TESTS on every older line).
+LINE_CORE_TESTS := tests/unit tests/test_operator_equivalence.py
+LINE_TESTS := tests/test_packaging.py $(LINE_CORE_TESTS) tests/test_executor_failure.py \
   tests/test_txstate_source.py tests/test_followers.py::test_a_follower_changes_nothing_under_the_checkpoint \
   tests/test_state_ttl.py::test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says \
   tests/test_hot_cache.py::test_every_batch_matches_the_model_whatever_the_cache
+FULL_LINES := $(wordlist 1,2,$(OLDER_LINES))
+# pytest of one older line: $(call line_pytest,<line>,<tests>)
+line_pytest = py=$(CURDIR)/$(VENV)-$(1)/bin/python; \
+  echo "== pytest on Spark $(1) ($$($$py -c 'import pyspark; print(pyspark.__version__)'))"; \
+  TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(1)) PYSPARK_PYTHON=$$py PYSPARK_DRIVER_PYTHON=$$py $$py -m pytest $(2);
 test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
-	set -e; $(foreach line,$(OLDER_LINES), \
-	  py=$(CURDIR)/$(VENV)-$(line)/bin/python; \
-	  echo "== pytest on Spark $(line) ($$($$py -c 'import pyspark; print(pyspark.__version__)'))"; \
-	  TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(line)) \
-	    PYSPARK_PYTHON=$$py PYSPARK_DRIVER_PYTHON=$$py $$py -m pytest $(LINE_TESTS);)
+	set -e; $(foreach line,$(OLDER_LINES),$(call line_pytest,$(line),$(if $(filter $(line),$(FULL_LINES)),$(LINE_TESTS),$(LINE_CORE_TESTS))))
 	@echo "== the upgrade path: a checkpoint of Spark 3.5 restarted on 4.0 and 4.3"
 	$(VPY) -m pytest tests/test_spark_upgrade.py
+test-lines-full: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
+	set -e; $(foreach line,$(OLDER_LINES),$(call line_pytest,$(line),$(LINE_TESTS)))
 
 # StateStoreSuiteBase from Spark's spark-sql tests jar, subclassed in jvm/src/conformance, on every
 # line (or SPARK's); exclusions and their reasons in ConformanceExclusions.scala and each line's
