@@ -7,7 +7,7 @@ update mode, over files of events with re-deliveries.
 1. Spark 3.5 runs three files, then stops.
    `migrate` refuses that checkpoint: 3.5 writes no operator metadata (it names what to do).
 2. Spark 4.0 restarts from that checkpoint, with the same kept local directory, and runs two more
-   files: every store reuses its local database (no changelog replayed, no rebuild), and the counts
+   files: every store reuses its local database (no rebuild; at most its last changelog replayed), and the counts
    are exact (re-deliveries of 3.5's events are dropped, so the dedup state came along). Now
    `migrate` can plan a move of it.
 3. Spark 4.3 restarts from a copy of the 3.5 checkpoint, with no local directory (every store is
@@ -125,8 +125,13 @@ def test_a_checkpoint_of_spark_3_5_restarts_exactly_on_spark_4_0_and_4_3(tmp_pat
     assert "error" not in on_40, on_40["error"]
     assert on_40["batches"] == [3, 4]
     assert final_counts(tmp_path / "out-3.5") | final_counts(tmp_path / "out-4.0") == expected_counts(range(5))
-    # Both operators' stores opened the databases 3.5 left in the kept local directory.
-    assert on_40["first_batch_loads"] == [{"txstateChangelogsReplayed": 0, "txstateRebuilds": 0}] * 2, on_40
+    # Both operators' stores opened the databases 3.5 left in the kept local directory: no load was
+    # rebuilt from the checkpoint (a fresh directory is, one per partition). Without a WAL the last
+    # commit may not have reached the local disk when 3.5 stopped: a store then catches up by
+    # replaying that one changelog (at most one per partition, two per operator).
+    loads = on_40["first_batch_loads"]
+    assert len(loads) == 2 and all(load["txstateRebuilds"] == 0 for load in loads), on_40
+    assert all(load["txstateChangelogsReplayed"] <= 2 for load in loads), on_40
     # Spark 4.0 wrote the operator metadata: now migrate can read the checkpoint (a dry run changes nothing).
     planned = migrate_dry_run("4.0", checkpoint)
     assert planned.returncode == 0, planned.stderr[-2000:]
