@@ -60,17 +60,23 @@ def expected_counts(indexes: range) -> dict[str, int]:
     return dict(Counter(unique.values()))
 
 
-def run_on(line: str, work: Path, checkpoint: Path, output: Path, local_dir: Path, *extra: str) -> dict:
+def line_process(line: str) -> tuple[Path, dict[str, str]]:
+    """That line's venv python, and an environment that runs it with that line's jar."""
     venv, row = LINES[line]
     python = REPO / venv / "bin" / "python"
     if not python.is_file():
         pytest.fail(f"{python} is missing: `make test-lines` (or `make older-venvs`) installs the Spark {line} venv")
     spark_line, scala = row.split("_")
     jar = REPO / "target" / f"txstate-spark-{spark_line}_{scala}-{VERSION}.jar"
-    result = work / f"result-{line}-{len(list(work.glob('result-*')))}.json"
     env = {**os.environ, "TXSTATE_SPARK_JAR": str(jar), "PYTHONPATH": str(REPO / "python"),
            "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
     env.pop("SPARK_HOME", None)
+    return python, env
+
+
+def run_on(line: str, work: Path, checkpoint: Path, output: Path, local_dir: Path, *extra: str) -> dict:
+    python, env = line_process(line)
+    result = work / f"result-{line}-{len(list(work.glob('result-*')))}.json"
     done = subprocess.run(
         [str(python), str(JOB), "--input", str(work / "input"), "--checkpoint", str(checkpoint),
          "--output", str(output), "--local-dir", str(local_dir), "--result", str(result), *extra],
@@ -83,12 +89,7 @@ def run_on(line: str, work: Path, checkpoint: Path, output: Path, local_dir: Pat
 
 def migrate_dry_run(line: str, checkpoint: Path) -> subprocess.CompletedProcess:
     """`python -m txstate_spark migrate CHECKPOINT --to hdfs --dry-run` on that line's pyspark and jar."""
-    venv, row = LINES[line]
-    python = REPO / venv / "bin" / "python"
-    spark_line, scala = row.split("_")
-    env = {**os.environ, "TXSTATE_SPARK_JAR": str(REPO / "target" / f"txstate-spark-{spark_line}_{scala}-{VERSION}.jar"),
-           "PYTHONPATH": str(REPO / "python"), "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
-    env.pop("SPARK_HOME", None)
+    python, env = line_process(line)
     return subprocess.run([str(python), "-m", "txstate_spark", "migrate", str(checkpoint), "--to", "hdfs", "--dry-run",
                            "--active-window", "0"], env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
 

@@ -305,6 +305,11 @@ def await_available_now(query, timeout_s: float, what: str) -> None:
         raise AssertionError(f"{what}: the query failed:\n{describe_failure(query.exception())}")
 
 
+def progress_dicts(query) -> list[dict]:
+    """The query's recent progress as plain dicts: pyspark 4 gives progress objects (with .json), 3.5 dicts."""
+    return [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in query.recentProgress]
+
+
 def run_case(
     spark,
     case: StreamCase,

@@ -250,8 +250,7 @@ def main() -> int:
             streaming_harness.await_available_now(query, args.timeout, "the executor-failure query")
         except AssertionError as error:  # it failed, or did not finish in time (then it was stopped)
             report["query_exception"] = str(error)
-        # pyspark 4 gives progress objects (with .json), 3.5 plain dicts.
-        report["progress"] = [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in query.recentProgress]
+        report["progress"] = streaming_harness.progress_dicts(query)
 
         # The worker relaunches the killed executor; wait for the replacement to register.
         kill = report["kill"] or {}

@@ -90,7 +90,7 @@ def main() -> int:
             query = writer.trigger(processingTime="500 milliseconds").start()
             result["snapshots"] = await_snapshots(query, args.checkpoint / "state", args.snapshot_above)
             query.stop()
-        progress = [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in query.recentProgress]
+        progress = streaming_harness.progress_dicts(query)
         ran = [p for p in progress if p.get("stateOperators")]
         result["batches"] = [p["batchId"] for p in ran]
         result["first_batch_loads"] = [

@@ -3,16 +3,13 @@ package txstate.query
 import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.util.Try
-import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
-import org.json4s.JString
-import org.json4s.jackson.JsonMethods
 
 import txstate.compat.JavaLibrary
 import txstate.compat.ScalaLibrary.Using
-import txstate.spark.{KeyPlacement, LiveStores, SparkOperatorMetadata, StoreSchema, StoreSchemaFile}
+import txstate.spark.{KeyPlacement, LiveStores, ShufflePartitions, SparkOperatorMetadata, StoreSchema, StoreSchemaFile}
 
 /** A resolved store set: where it lives, how many partitions it has, and how its rows are encoded. */
 final case class StoreDescription(
@@ -144,14 +141,8 @@ object StoreLocator {
    */
   def recordedShufflePartitions(checkpoint: String, hadoopConf: Configuration): Option[Int] = {
     val offsets = new Path(checkpoint, "offsets")
-    try numericChildren(offsets.getFileSystem(hadoopConf), offsets, files = true).lastOption.flatMap { batch =>
-      offsetLogLines(checkpoint, batch, hadoopConf).lift(1).flatMap { metadata =>
-        JsonMethods.parse(metadata) \ "conf" \ "spark.sql.shuffle.partitions" match {
-          case JString(n) => Try(n.toInt).toOption
-          case _ => None
-        }
-      }
-    } catch { case NonFatal(_) => None }
+    Try(numericChildren(offsets.getFileSystem(hadoopConf), offsets, files = true).lastOption).toOption.flatten
+      .flatMap(batch => ShufflePartitions.recorded(new Path(offsets, batch.toString), hadoopConf))
   }
 
   private def numericChildren(fs: FileSystem, dir: Path, files: Boolean = false): Seq[Long] =

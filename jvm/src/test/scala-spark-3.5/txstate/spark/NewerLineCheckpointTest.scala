@@ -1,8 +1,5 @@
 package txstate.spark
 
-import java.io.File
-import java.nio.file.{Files, Path, StandardCopyOption}
-
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -14,21 +11,9 @@ import org.scalatest.funsuite.AnyFunSuite
 final class NewerLineCheckpointTest extends AnyFunSuite with CheckpointFixture {
   import CheckpointFixture._
 
-  /** The `agg` run's checkpoint as written on Spark 4.3, snapshots included. */
-  private def writtenOnSpark43(): TestCheckpoint = {
-    val source = new File(sparkRuns, "agg/checkpoint").toPath
-    val target = newTempDir("agg-4.3").toPath
-    val paths = Files.walk(source)
-    try paths.toArray.foreach { case p: Path =>
-      val copy = target.resolve(source.relativize(p).toString)
-      if (Files.isDirectory(p)) Files.createDirectories(copy) else Files.copy(p, copy, StandardCopyOption.REPLACE_EXISTING)
-    } finally paths.close()
-    new TestCheckpoint(target.toFile)
-  }
-
   test("a snapshot of RocksDB files a newer Spark line wrote is refused, naming the release that wrote it") {
     assert(org.rocksdb.RocksDB.rocksdbVersion().toString.startsWith("8."), "this suite runs on Spark 3.5's RocksDB")
-    val ck = writtenOnSpark43()
+    val ck = sparkRunCheckpointAsWritten("agg")
     val refused = intercept[Exception](storeRows(ck.stateRoot, 0, aggKeySchema, aggValueSchema, aggVersion))
     val message = Iterator.iterate[Throwable](refused)(_.getCause).takeWhile(_ != null)
       .map(_.getMessage).find(m => m != null && m.contains("TXSTATE_CHECKPOINT_FROM_NEWER_SPARK"))

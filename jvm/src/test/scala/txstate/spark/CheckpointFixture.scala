@@ -40,6 +40,13 @@ trait CheckpointFixture extends ProviderFixture { this: Suite =>
    * as this line's provider can load it (`SparkMetadataFiles.loadableOnThisLine`).
    */
   def sparkRunCheckpoint(query: String): TestCheckpoint = {
+    val copy = sparkRunCheckpointAsWritten(query)
+    SparkMetadataFiles.loadableOnThisLine(copy.dir)
+    copy
+  }
+
+  /** A copy of the checkpoint of a real Spark run exactly as Spark 4.3 wrote it, snapshots included. */
+  def sparkRunCheckpointAsWritten(query: String): TestCheckpoint = {
     val source = new File(CheckpointFixture.sparkRuns, s"$query/checkpoint").toPath
     val target = newTempDir(query).toPath
     val paths = Files.walk(source)
@@ -47,7 +54,6 @@ trait CheckpointFixture extends ProviderFixture { this: Suite =>
       val copy = target.resolve(source.relativize(p).toString)
       if (Files.isDirectory(p)) Files.createDirectories(copy) else Files.copy(p, copy)
     } finally paths.close()
-    SparkMetadataFiles.loadableOnThisLine(target.toFile)
     new TestCheckpoint(target.toFile)
   }
 
