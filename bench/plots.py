@@ -161,7 +161,7 @@ def plot_scaling(paths: list[Path], out: Path) -> None:
     loads = [load for p in paths for load in json.loads(p.read_text())["loads"] or [0]]
     peers = list(dict.fromkeys(c["peer"] for c in cells))
     others = iter(PEER_COLORS)
-    colors = {p: {"txstate": TXSTATE_COLORS[0], "txstate-nocache": TXSTATE_COLORS[1]}.get(p) or next(others) for p in peers}
+    colors = {p: {"txstate": TXSTATE_COLORS[0], "txstate-cache": TXSTATE_COLORS[1]}.get(p) or next(others) for p in peers}
     fig, axes = plt.subplots(1, 3, figsize=(15, 5))
     panels = (("updates_per_s", "updates/s (higher is better)", "updates/s"),
               ("commit_p50_ms", "commit p50 (lower is better)", "ms"),

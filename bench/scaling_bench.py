@@ -27,7 +27,7 @@ from bench_common import REPO_ROOT, RESULTS_DIR, fmt_num, fmt_ratio, load_warnin
 
 ROOT = REPO_ROOT
 JAVA_ARGS = ROOT / "target" / "bench-java-args"
-PEERS = ("txstate", "txstate-nocache", "rocksdb-changelog", "hdfs")
+PEERS = ("txstate", "txstate-cache", "rocksdb-changelog", "hdfs")
 OUT_OF_HEAP_EXIT = 3  # what -XX:+ExitOnOutOfMemoryError exits with
 
 
@@ -100,7 +100,7 @@ def render(cells: list[dict], params: argparse.Namespace, stamp: str, loads: lis
              num(c, "rerun_ms"), num(c, "checkpoint_bytes", 1 << 20), c.get("verified", "—")) for c in cells]
     ratios = [(f"{k:,}", d, fmt_ratio(ratio(value(cells, k, d, "txstate"), value(cells, k, d, "hdfs"))),
                fmt_ratio(ratio(value(cells, k, d, "txstate"), value(cells, k, d, "rocksdb-changelog"))),
-               fmt_ratio(ratio(value(cells, k, d, "txstate"), value(cells, k, d, "txstate-nocache"))))
+               fmt_ratio(ratio(value(cells, k, d, "txstate"), value(cells, k, d, "txstate-cache"))))
               for k in sorted({c["keys"] for c in cells}) for d in params.dists.split(",")]
     return "\n".join([
         f"# txstate scaling curve ({stamp})", "",

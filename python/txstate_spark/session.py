@@ -61,7 +61,8 @@ def configure(
             default, or a number of bytes); -1: no limit.
         block_cache_size_mb: RocksDB block cache per store instance, MiB (``64``) or a size (``1g``), only with
             ``max_native_memory_mb=0``; default 8.
-        hot_cache_size_mb: heap cache of hot values per executor JVM, MiB or a size; 0: off; default 64.
+        hot_cache_size_mb: heap cache of hot values per executor JVM, MiB or a size; 0: off, the default
+            (it pays only on skewed keys over long runs).
         max_native_memory_mb: RocksDB native memory (block cache and memtables) per executor JVM, shared
             by its stores, MiB or a size; 0: each store sized on its own; default 256.
         write_buffer_size_mb: RocksDB memtable size per store instance, MiB or a size; default 64.

@@ -2,6 +2,8 @@ package txstate.engine
 
 import java.util.Arrays
 
+import scala.collection.mutable.ArrayBuffer
+
 /**
  * One micro-batch's uncommitted work over the committed database (read-your-writes).
  *
@@ -28,6 +30,14 @@ final class Transaction private[engine] (
   // commits, since such a version is never undone (docs/ARCHITECTURE.md, "Early commits").
   private val priors = new PriorRows
   private var keepingPriors = true
+  // Background writes (docs/ARCHITECTURE.md, "Background writes"): once the buffer holds
+  // `backgroundRows` entries, the database starts receiving the batch's writes while it runs, in the
+  // order they were made (`aheadLog`: those not yet handed over). Off with TTL (its index reads
+  // the stored stamps at commit) and after an early commit (its segments then say what to undo).
+  private val backgroundRows = engine.options.backgroundWriteRows
+  private var aheadAllowed = backgroundRows > 0 && timeIndexSinceMs.isEmpty
+  private var writingAhead = false
+  private var aheadLog = new ArrayBuffer[ChangeRecord]()
   // Iterators Spark may abandon half-way: closed for it when the transaction ends.
   private val openIterators = java.util.Collections.newSetFromMap(
     new java.util.IdentityHashMap[KeyValueIterator, java.lang.Boolean]())
@@ -66,19 +76,25 @@ final class Transaction private[engine] (
     if (get(k).isEmpty) keyDelta += 1
     keepPrior(k)
     buffer.put(k, value)
+    if (writingAhead) logAhead(ChangeRecord.Put(k.bytes, value))
+    else if (aheadAllowed && buffer.entryCount >= backgroundRows) startWritingAhead()
   }
 
   /**
    * A key written and deleted in the same transaction that never existed before leaves no trace
-   * (not even a tombstone), so the changelog holds this batch's net changes only.
+   * (not even a tombstone), so the changelog holds this batch's net changes only. Once writes go
+   * to the database in the background, it leaves a tombstone: the database may hold the write, and
+   * the batch's reads of the key must not look there.
    */
   def delete(key: Array[Byte]): Unit = {
     val k = keyOf(key)
     if (get(k).isDefined) {
       keyDelta -= 1
       keepPrior(k)
-      val onlyBuffered = buffer.lookup(k).isDefined && (buffer.hidesCommitted(key) || committedValue(k).isEmpty)
+      val onlyBuffered = !writingAhead && buffer.lookup(k).isDefined &&
+        (buffer.hidesCommitted(key) || committedValue(k).isEmpty)
       if (onlyBuffered) buffer.forget(key) else buffer.delete(k)
+      if (writingAhead) logAhead(ChangeRecord.Delete(k.bytes))
     }
   }
 
@@ -90,6 +106,7 @@ final class Transaction private[engine] (
       try it.foreach(_ => removed += 1) finally it.close()
       keyDelta -= removed
       buffer.deleteRange(from, until)
+      if (writingAhead) logAhead(ChangeRecord.DeleteRange(from, until))
     }
   }
 
@@ -109,13 +126,24 @@ final class Transaction private[engine] (
     openIterators.clear()
   }
 
-  /** Drops all uncommitted work: O(buffered writes), never touches the database or the checkpoint. */
+  /**
+   * Drops all uncommitted work: O(buffered writes), never touches the checkpoint. The database is
+   * touched only if writes went there in the background: each key they wrote gets back its
+   * committed row.
+   */
   def discard(): Unit = {
     closeIterators()
-    buffer.clear()
-    priors.clear()
-    keyDelta = 0L
-    probeValid = false
+    val undoing = writingAhead
+    writingAhead = false
+    aheadAllowed = false
+    try if (undoing) engine.undoWritesAhead(this, takeAheadLog())
+    finally {
+      aheadLog = new ArrayBuffer[ChangeRecord]()
+      buffer.clear()
+      priors.clear()
+      keyDelta = 0L
+      probeValid = false
+    }
   }
 
   /** True while an iterator is open: an early commit then would hide buffered rows from it. */
@@ -123,6 +151,9 @@ final class Transaction private[engine] (
 
   /** After the engine moved the buffer into the database (an early commit): the buffer restarts empty. */
   private[engine] def afterEarlyCommit(): Unit = {
+    writingAhead = false
+    aheadAllowed = false
+    aheadLog = new ArrayBuffer[ChangeRecord]()
     buffer.clear()
     probeValid = false // the committed view now includes the early-committed sub-batch
     priors.clear()
@@ -157,6 +188,33 @@ final class Transaction private[engine] (
 
   /** Changes in apply order (range deletes, then point writes). */
   def changes: Iterator[ChangeRecord] = buffer.changes
+
+  /** True once the batch's writes started going to the database in the background. */
+  private[engine] def writesAhead: Boolean = writingAhead
+
+  /** The writes made since the last hand-over, in order (the commit's last write, or an abort's). */
+  private[engine] def takeAheadLog(): Iterable[ChangeRecord] = {
+    val rest = aheadLog
+    aheadLog = new ArrayBuffer[ChangeRecord]()
+    rest
+  }
+
+  /** At commit: the background writes are finished and the version is written; the next batch starts afresh. */
+  private[engine] def afterCommit(): Unit = {
+    writingAhead = false
+    aheadAllowed = false
+  }
+
+  // The buffer as it is now (net changes) is the first hand-over; later ones are the writes in order.
+  private def startWritingAhead(): Unit = {
+    writingAhead = true
+    engine.writeAhead(this, buffer.changes.toVector)
+  }
+
+  private def logAhead(change: ChangeRecord): Unit = {
+    aheadLog += change
+    if (aheadLog.length >= backgroundRows) engine.writeAhead(this, takeAheadLog())
+  }
 
   private def get(key: BytesKey): Option[Array[Byte]] = bufferedAnswer(key).getOrElse(committedValue(key))
 

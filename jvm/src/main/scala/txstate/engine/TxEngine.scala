@@ -39,6 +39,10 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   // then by each write that makes or starts a version.
   private var committedPoint: CommitPoint = CommitPoint.empty
   private var inFlightVersion: Option[Long] = None
+  // The open version whose writes go to the database in the background (docs/ARCHITECTURE.md,
+  // "Background writes"): the database holds part of it, under the in-flight marker.
+  private var writingAheadOf: Option[Long] = None
+  private val background = new BackgroundWrites
   private val views = new ViewPublisher
   // This store's part of the executor's hot-state cache: it mirrors what `database.get` answers, so
   // every write below either writes through to it or makes it forget (docs/ARCHITECTURE.md, "Hot-state cache").
@@ -56,7 +60,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   def committed: CommitPoint = committedPoint
 
   /** Set when a multi-write sequence was interrupted: the data is not exactly any version. */
-  def inFlight: Option[Long] = inFlightVersion
+  def inFlight: Option[Long] = inFlightVersion.orElse(writingAheadOf)
 
   /** Point keys the last rollback read from its snapshot: those whose stored rows its batch had not read. */
   private[engine] def keysReadBackByLastRollback: Int = undo.keysReadBackByLastRollback
@@ -87,7 +91,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   def begin(stamp: WriteStamp = WriteStamp.unknown, ttl: Option[TimeToLive] = None): Transaction = {
     ensureOpen()
     lifetime.failure.foreach(e => throw e)
-    inFlightVersion.foreach(v => throw EngineErrors.interruptedWrite(dir, v))
+    inFlight.foreach(v => throw EngineErrors.interruptedWrite(dir, v))
     val indexSince = ttl.map { _ =>
       val now = stamp.knownTimeMs.getOrElse(throw EngineErrors.ttlWithoutBatchTime(dir))
       writing(timeIndex.startFor(database, committedPoint, now)) // may build the index: a write
@@ -149,7 +153,18 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     val format = RowFormat.of(point)
     def write(clearsInFlight: Boolean): Unit =
       writeChanges(cache.telling(tx.changes, format), Long.MaxValue, format)(finishVersion(point, tx.indexCut, clearsInFlight))
-    if (undo.holdsEarlyCommits) {
+    if (tx.writesAhead) {
+      writing(background.await())
+      // The rest of the writes, in order, or all of them again (the same rows) if the format differs.
+      val rest = if (format == openVersionFormat(tx)) tx.takeAheadLog().iterator else tx.changes
+      val keep = !timeIndex.dropping(committedPoint, point)
+      undo.keepingUndoOfWritesAhead(tx, committedPoint, keep) {
+        writeChanges(rest, Long.MaxValue, format)(finishVersion(point, tx.indexCut, clearsInFlight = true))
+      }
+      cache.telling(tx.changes, format).foreach(_ => ()) // the rows are written: keys already cached get them
+      writingAheadOf = None
+      tx.afterCommit()
+    } else if (undo.holdsEarlyCommits) {
       // The version's early commits are in the database already; this write finishes it and clears
       // the in-flight marker atomically. Such a version keeps no undo: a re-run rebuilds instead.
       undo.finishingEarlyCommits(write(clearsInFlight = true))
@@ -186,13 +201,69 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
    */
   def earlyCommit(tx: Transaction): Unit = {
     ensureCurrent(tx)
+    // Background writes so far end here: this write holds every row of the buffer again (its net
+    // changes), and the snapshot they kept becomes the one the early commits undo to.
+    if (writingAheadOf.isDefined) {
+      writing(background.await())
+      writingAheadOf = None
+    }
     undo.beforeEarlyCommit(database)
     val version = tx.base.version + 1
-    val format = if (options.formatVersion == 1) RowFormat.Plain else RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs)
+    val format = openVersionFormat(tx)
     writeChanges(cache.telling(tx.changes, format), Long.MaxValue, format)(CommitMarkers.putInFlight(database, _, version))
     inFlightVersion = Some(version)
     tx.afterEarlyCommit()
   }
+
+  /**
+   * Hands `changes` (the batch's writes in order) to the background: the database receives them
+   * while the batch goes on. The first hand-over of a version keeps a snapshot of the committed
+   * version (what an abort restores) and writes the in-flight marker with its rows, so a database
+   * left with part of the version is never taken for a version.
+   */
+  private[engine] def writeAhead(tx: Transaction, changes: Iterable[ChangeRecord]): Unit = {
+    ensureCurrent(tx)
+    val db = database
+    val version = tx.base.version + 1
+    val first = writingAheadOf.isEmpty
+    if (first) {
+      undo.beforeWritesAhead(db)
+      writingAheadOf = Some(version)
+    }
+    val format = openVersionFormat(tx)
+    val options = lifetime.writeOptions
+    background.submit { () =>
+      Using.resource(new ChunkedWriter(db, options, Long.MaxValue, format)) { writer =>
+        changes.foreach(writer(_))
+        writer.finish(batch => if (first) CommitMarkers.putInFlight(db, batch, version))
+      }
+    }
+  }
+
+  /**
+   * An abort of a batch whose writes went to the database in the background: `rest` (its writes not
+   * handed over yet) goes too, then every key the batch touched gets back its committed row from
+   * the snapshot taken before the first hand-over, and the in-flight marker goes.
+   */
+  private[engine] def undoWritesAhead(tx: Transaction, rest: Iterable[ChangeRecord]): Unit = writingAheadOf.foreach { version =>
+    writingAheadOf = None
+    // Until the undo is done the database is not any version: if it fails, it stays marked so.
+    try writing {
+      background.await()
+      Using.resource(new ChunkedWriter(database, lifetime.writeOptions, Long.MaxValue, openVersionFormat(tx))) { writer =>
+        rest.foreach(writer(_))
+        writer.finish(_ => ())
+      }
+      // Rare (an aborted big batch): the cache forgets the whole store rather than each key.
+      cache.forgetAll()
+      undo.undoWritesAhead(tx.touchedKeys, options.replayChunkBytes)(CommitMarkers.clearInFlight(database, _))
+    }
+    catch { case e: Throwable => inFlightVersion = Some(version); throw e }
+  }
+
+  /** How the open version's rows are written before its commit point exists (early commits, background writes). */
+  private def openVersionFormat(tx: Transaction): RowFormat =
+    if (options.formatVersion == 1) RowFormat.Plain else RowFormat.Stamped(tx.stamp, tx.timeIndexSinceMs)
 
   /**
    * Undoes every early commit of the open version: each key they touched gets back its value in
@@ -285,6 +356,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   def memtableBytes: Long = lifetime.memtableBytes
 
   def close(): Unit = lifetime.close {
+    background.abandon() // no write may still run on a database being closed
+    writingAheadOf = None
     cache.close()
     undo.releaseAll()
   }
@@ -311,6 +384,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
 
   /** Before the database closes: what was kept of it (snapshots, index state, cached rows) goes. */
   private def forgetDatabase(): Unit = {
+    background.abandon()
+    writingAheadOf = None
     undo.releaseAll()
     timeIndex.forgetBuilt()
     cache.forgetAll()

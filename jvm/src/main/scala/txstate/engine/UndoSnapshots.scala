@@ -14,9 +14,14 @@ import txstate.compat.ScalaLibrary.Using
  * - while the open version has early commits, the snapshot of the committed version taken before
  *   the first one: [[undoEarlyCommits]] restores it, and the version's final commit gives it up.
  *
- * Invariant: at most one snapshot is kept (the first early commit gives up the last commit's undo,
- * and a version with early commits keeps none), and each is released exactly once, on the database
- * it was taken from. The engine calls [[releaseAll]] before it closes or replaces that database.
+ * - while the open version's writes go to the database in the background, the snapshot of the
+ *   committed version taken before the first: an abort restores it ([[undoWritesAhead]]), and the
+ *   commit keeps it as its undo.
+ *
+ * Invariant: at most one snapshot is kept, or two while a version writes in the background (its
+ * committed view and the last commit's undo, which its commit or first early commit gives up; a
+ * version with early commits keeps none), and each is released exactly once, on the database it
+ * was taken from. The engine calls [[releaseAll]] before it closes or replaces that database.
  *
  * Owner's thread only. Restores throw RocksDB's exceptions as they are (the engine turns them into
  * its refused-write error), and a restore that fails keeps its snapshot.
@@ -30,6 +35,7 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
   /** What [[rollBackLastCommit]] would restore, if the last commit can be undone. */
   def committedBefore: Option[CommitPoint] = kept match {
     case Kept.LastCommit(_, undo) => Some(undo.previous)
+    case Kept.BeforeWritesAhead(_, _, Some(Kept.LastCommit(_, undo))) => Some(undo.previous)
     case _ => None
   }
 
@@ -63,9 +69,54 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
   /** Before an early commit: the first one of a version gives up the last commit's undo and keeps the committed view. */
   def beforeEarlyCommit(database: LocalDatabase): Unit = kept match {
     case _: Kept.BeforeEarlyCommits => ()
+    case Kept.BeforeWritesAhead(db, before, lastCommit) =>
+      kept = Kept.BeforeEarlyCommits(db, before) // the same committed view; the last commit's undo goes
+      lastCommit.foreach(l => l.database.db.releaseSnapshot(l.undo.snapshot))
     case _ =>
       releaseAll()
       kept = Kept.BeforeEarlyCommits(database, database.db.getSnapshot)
+  }
+
+  /**
+   * Before a version's first background write: the committed view is kept, and so is the last
+   * commit's undo until this version commits (an abort leaves the last commit undoable).
+   */
+  def beforeWritesAhead(database: LocalDatabase): Unit = {
+    val lastCommit = kept match {
+      case l: Kept.LastCommit => Some(l)
+      case _ => releaseAll(); None
+    }
+    kept = Kept.BeforeWritesAhead(database, database.db.getSnapshot, lastCommit)
+  }
+
+  /**
+   * Runs `write`, the last write of a version whose other writes went to the database in the
+   * background, and keeps the undo of the whole version: the snapshot taken before the first of
+   * them, the keys `tx` touched and the stored rows it read. If `write` fails, the snapshot stays
+   * for the abort that follows ([[undoWritesAhead]]).
+   */
+  def keepingUndoOfWritesAhead(tx: Transaction, previous: CommitPoint, keep: Boolean)(write: => Unit): Unit =
+    kept match {
+      case Kept.BeforeWritesAhead(database, snapshot, lastCommit) =>
+        write
+        kept = Kept.Empty
+        lastCommit.foreach(l => l.database.db.releaseSnapshot(l.undo.snapshot))
+        if (keep) kept = Kept.LastCommit(database, Undo(snapshot, tx.touchedKeys, tx.priorRows, previous, tx.indexCut))
+        else database.db.releaseSnapshot(snapshot)
+      case _ => throw EngineErrors.nothingToRollBack(dir)
+    }
+
+  /**
+   * Undoes a version's background writes (all of them written by now): each key or range in
+   * `touched` gets back what the snapshot from before the first one holds; `last` adds the marker writes.
+   */
+  def undoWritesAhead(touched: TouchedKeys, chunkBytes: Long)(last: WriteBatch => Unit): Unit = kept match {
+    case Kept.BeforeWritesAhead(database, before, lastCommit) =>
+      val keys = touched.points.iterator.map(Left(_)) ++ touched.ranges.iterator.map(Right(_))
+      restore(database, before, Nil, keys, chunkBytes, None)(last)
+      kept = lastCommit.getOrElse(Kept.Empty)
+      database.db.releaseSnapshot(before)
+    case _ => throw EngineErrors.nothingToRollBack(dir)
   }
 
   /**
@@ -132,6 +183,9 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
     was match {
       case Kept.LastCommit(database, undo) => database.db.releaseSnapshot(undo.snapshot)
       case Kept.BeforeEarlyCommits(database, before) => database.db.releaseSnapshot(before)
+      case Kept.BeforeWritesAhead(database, before, lastCommit) =>
+        database.db.releaseSnapshot(before)
+        lastCommit.foreach(l => l.database.db.releaseSnapshot(l.undo.snapshot))
       case Kept.Empty => ()
     }
   }
@@ -184,5 +238,8 @@ private[engine] object UndoSnapshots {
     case object Empty extends Kept
     final case class LastCommit(database: LocalDatabase, undo: Undo) extends Kept
     final case class BeforeEarlyCommits(database: LocalDatabase, snapshot: Snapshot) extends Kept
+    /** The committed view before a version's background writes, and the last commit's undo while it lasts. */
+    final case class BeforeWritesAhead(database: LocalDatabase, snapshot: Snapshot, lastCommit: Option[LastCommit])
+      extends Kept
   }
 }

@@ -188,6 +188,23 @@ final class TransactionModelTest extends AnyFunSuite with TempDirectories {
     }
   }
 
+  // Every write past the first few goes to RocksDB in the background, in hand-overs of 1 and 3
+  // writes: reads, iterators, aborts, rollbacks and replays must not tell the difference.
+  for ((rows, seed) <- Seq(1 -> 11L, 3 -> 12L, 3 -> 20240602L)) {
+    test(s"the model run also holds when writes go to the database in the background ($rows per hand-over, seed $seed)") {
+      withEngine(newTempPath("db"), EngineOptions(backgroundWriteRows = rows)) { engine =>
+        new Run(seed, engine).run(steps = 4000)
+      }
+    }
+  }
+
+  test("the model run also holds with the hot-state cache answering reads while writes go ahead in the background") {
+    txstate.compat.ScalaLibrary.Using.resource(
+      TxEngine.open(newTempPath("db"), EngineOptions(backgroundWriteRows = 2), new HotStateCache(1L << 20))) { engine =>
+      new Run(13L, engine).run(steps = 4000)
+    }
+  }
+
   test("the model run also holds when replays are written in many small chunks") {
     withEngine(newTempPath("db"), EngineOptions(replayChunkBytes = 16)) { engine =>
       new Run(99L, engine).run(steps = 2000)

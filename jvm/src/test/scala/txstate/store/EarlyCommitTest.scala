@@ -8,15 +8,21 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
-import txstate.engine.{KeyRange, TxEngine}
+import txstate.engine.{EngineOptions, KeyRange, TxEngine}
 
-/** Bounded memory (docs/ARCHITECTURE.md, "Early commits"): early commits of an open version, and undoing them. */
-class EarlyCommitTest extends AnyFunSuite with TempDirectories {
+/**
+ * Bounded memory (docs/ARCHITECTURE.md, "Early commits"): early commits of an open version, and
+ * undoing them; with `options`' engine (the background-write suite below runs every case again
+ * with writes going to the database in the background from the second one on).
+ */
+class EarlyCommitTest(options: StoreOptions) extends AnyFunSuite with TempDirectories {
+  def this() = this(StoreOptions())
+
   private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
   private def str(a: Array[Byte]): String = new String(a, UTF_8)
 
   private def open(root: Path, local: File = newTempPath("local")): StoreInstance =
-    StoreInstance.open(LocalDirectory(local, stable = true, None), root, new Configuration(), StoreOptions(),
+    StoreInstance.open(LocalDirectory(local, stable = true, None), root, new Configuration(), options,
       "early-commit test store")
 
   private def closeAll(instances: StoreInstance*): Unit = instances.foreach(_.close())
@@ -134,7 +140,7 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
     val before = try threeVersions(first) finally closeAll(first)
     // The process dies during a batch that committed early: no abort, no commit, so the local database
     // keeps the in-flight marker. Made with the engine directly: a live instance never closes under a batch.
-    val dead = TxEngine.open(local)
+    val dead = TxEngine.open(local, options.engine)
     try {
       val tx = dead.begin()
       (0 until 50).foreach(i => tx.put(b(f"n$i%03d"), b("dead")))
@@ -165,5 +171,42 @@ class EarlyCommitTest extends AnyFunSuite with TempDirectories {
       assert(tx.earlyCommit().isDefined, "once the iterator is closed the early commit goes ahead")
       tx.abort()
     } finally closeAll(inst)
+  }
+}
+
+/** Every early-commit case again, with writes going to the database in the background (docs/ARCHITECTURE.md, "Background writes"). */
+final class EarlyCommitWithBackgroundWritesTest
+    extends EarlyCommitTest(StoreOptions(engine = EngineOptions(backgroundWriteRows = 2))) {
+  private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
+
+  test("a process that dies while its batch writes in the background recovers to the last committed version") {
+    val root = new Path(newTempPath("checkpoint").toURI)
+    val local = newTempPath("local")
+    val options = StoreOptions(engine = EngineOptions(backgroundWriteRows = 2))
+    val first = StoreInstance.open(LocalDirectory(local, stable = true, None), root, new Configuration(), options, "test")
+    val before = try {
+      val tx = first.begin()
+      (0 until 10).foreach(i => tx.put(b(s"a$i"), b("v1")))
+      tx.commit()
+      val check = first.begin()
+      try (0 until 10).map(i => check.get(b(s"a$i")).map(new String(_, UTF_8))) finally check.discard()
+    } finally first.close()
+    val dead = TxEngine.open(local, options.engine)
+    try {
+      val tx = dead.begin()
+      (0 until 50).foreach(i => tx.put(b(f"a$i%03d"), b("dead")))
+      (0 until 10).foreach(i => tx.put(b(s"a$i"), b("dead")))
+      assert(dead.inFlight.contains(2L), "writes went to the database before the commit, under the in-flight marker")
+    } finally dead.close()
+    val restarted = StoreInstance.open(LocalDirectory(local, stable = true, None), root, new Configuration(), options, "test")
+    try {
+      val report = restarted.load(1, None)
+      assert(report.path == LoadPath.Rebuilt, "a database holding part of a version must not be trusted")
+      val tx = restarted.begin()
+      try {
+        assert((0 until 10).map(i => tx.get(b(s"a$i")).map(new String(_, UTF_8))) == before)
+        assert(tx.get(b("a000")).isEmpty)
+      } finally tx.discard()
+    } finally restarted.close()
   }
 }

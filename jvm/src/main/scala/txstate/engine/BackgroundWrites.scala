@@ -1,0 +1,57 @@
+package txstate.engine
+
+import java.util.concurrent.{CompletableFuture, CompletionException, ExecutorService, Executors, ThreadFactory}
+import java.util.concurrent.atomic.AtomicInteger
+
+/**
+ * One engine's writes that run on a background thread while its batch goes on (docs/ARCHITECTURE.md,
+ * "Background writes"): each runs after the one submitted before it, so the database sees them in
+ * the order the batch made them, and a failed one skips every later one until [[await]] reports it.
+ *
+ * The threads are shared by every engine of the JVM (one per core, daemons): a write is a RocksDB
+ * memtable insert of a few thousand rows, milliseconds of CPU, never a wait on a file.
+ *
+ * Owner's thread only (submits and waits); the writes themselves run on the shared threads.
+ */
+private[engine] final class BackgroundWrites {
+  private var last: CompletableFuture[Void] = CompletableFuture.completedFuture(null)
+  private var submitted = false
+
+  /** True when a write was submitted since the last [[await]] or [[abandon]]. */
+  def pending: Boolean = submitted
+
+  /** Runs `write` after every write submitted before it, on a background thread. */
+  def submit(write: () => Unit): Unit = {
+    last = last.thenRunAsync(() => write(), BackgroundWrites.threads)
+    submitted = true
+  }
+
+  /**
+   * Waits for every submitted write (uninterruptibly: none may still run when the caller goes on
+   * to undo them or close the database) and throws the first one's failure, if any.
+   */
+  def await(): Unit = {
+    val waited = last
+    last = CompletableFuture.completedFuture(null)
+    submitted = false
+    try waited.join()
+    catch { case e: CompletionException if e.getCause != null => throw e.getCause }
+  }
+
+  /** Waits like [[await]] but keeps a failure to itself: the database is being closed or replaced anyway. */
+  def abandon(): Unit =
+    try await()
+    catch { case scala.util.control.NonFatal(_) => () }
+}
+
+private[engine] object BackgroundWrites {
+  private val threads: ExecutorService = {
+    val count = new AtomicInteger()
+    val factory: ThreadFactory = (r: Runnable) => {
+      val t = new Thread(r, s"txstate-background-write-${count.incrementAndGet()}")
+      t.setDaemon(true)
+      t
+    }
+    Executors.newFixedThreadPool(math.max(1, Runtime.getRuntime.availableProcessors), factory)
+  }
+}
