@@ -2,6 +2,7 @@
 #   make demo   build the jars and run a real streaming job on local Spark with our provider
 #   make test   every Spark line: sbt tests, Spark's conformance suite, pytest against real Spark
 #   make test-unit  the Python unit tests alone (no JVM, no jar): about a second
+#   make docs   the user guide (MkDocs, docs/ and mkdocs.yml) into target/site, --strict (part of make test)
 #   make conformance  Spark's own state store conformance suite against our provider (part of make test)
 #   make jar    the plugin jars alone, one per Spark line (spark-submit --jars, Databricks cluster library)
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
@@ -61,16 +62,16 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo demo-jar test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo demo-jar docs test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick soak
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements-dev.txt
+$(VENV)/.installed: requirements-dev.txt requirements-docs.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet -r requirements-dev.txt
+	$(VPY) -m pip install --quiet -r requirements-dev.txt -r requirements-docs.txt
 	touch $@
 
 # A venv per older Spark line: that line's pyspark from PyPI and the same test tools, within that
@@ -115,9 +116,14 @@ demo-jar: $(VENV)/.installed
 test: $(VENV)/.installed
 	@mkdir -p target
 	$(MAKE) --no-print-directory older-venvs > target/older-venvs.log 2>&1 & venvs=$$!; \
-	  $(MAKE) --no-print-directory test-jvm conformance test-python; status=$$?; \
+	  $(MAKE) --no-print-directory docs test-jvm conformance test-python; status=$$?; \
 	  wait $$venvs || { cat target/older-venvs.log; echo "make test: installing the older lines' venvs failed" >&2; exit 1; }; \
 	  [ $$status -eq 0 ] && $(MAKE) --no-print-directory test-lines
+
+# The user guide, built as CI builds it: --strict fails on a broken link or a page missing from the
+# nav (a few seconds). Open target/site/index.html.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/python -m mkdocs build --strict --quiet
 
 # The Scala tests on every line.
 # The preview lines (project/spark-lines-preview.tsv, not yet released) are compiled with their

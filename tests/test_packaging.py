@@ -612,7 +612,7 @@ def test_python_knows_exactly_the_settings_the_jar_defines(session_from_installe
         pytest.skip(f"{PROVIDER_ENTRY} is not in {JAR_NAME} yet, so neither is TxStateConf")
     assert sorted(KNOWN_SETTINGS) == result["jvm_settings"], (
         "python/txstate_spark/settings.py KNOWN_SETTINGS differs from TxStateConf.settings in the jar: "
-        "update KNOWN_SETTINGS, conf/spark-defaults.conf.example and the README table together"
+        "update KNOWN_SETTINGS, conf/spark-defaults.conf.example and docs/reference/settings.md together"
     )
 
 

@@ -117,8 +117,8 @@ def _add_migrate(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
                          "re-runs the unfinished batch on the destination")
     migrate.add_argument("--conf", action="append", default=[], type=cli_settings.spark_conf, metavar="KEY=VALUE",
                          help="a setting for the migration's local Spark session, e.g. spark.driver.memory=8g "
-                         "(a heap provider's state is read into memory), fs.s3a.* for the checkpoint's file "
-                         "system, or spark.sql.streaming.stateStore.txstate.* (checked at once); repeatable")
+                         "(a heap provider's state is read into memory), spark.hadoop.fs.s3a.* for the checkpoint's "
+                         "file system, or spark.sql.streaming.stateStore.txstate.* (checked at once); repeatable")
     migrate.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

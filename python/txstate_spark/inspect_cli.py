@@ -31,8 +31,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     """The arguments inspect and verify share."""
     parser.add_argument("checkpoint", metavar="CHECKPOINT", help="the query's checkpointLocation (path or URI)")
     parser.add_argument("--conf", action="append", default=[], type=cli_settings.spark_conf, metavar="KEY=VALUE",
-                        help="a setting for the local Spark session, e.g. fs.s3a.* for the checkpoint's "
-                        "file system; repeatable")
+                        help="a setting for the local Spark session, e.g. spark.hadoop.fs.s3a.* for the "
+                        "checkpoint's file system; repeatable")
 
 
 def refuse_missing_local_path(checkpoint: str) -> None:

@@ -1,8 +1,7 @@
 """``inspect()``: what a streaming query's checkpoint holds, operator by operator and partition by partition.
 
 The reading happens in the driver JVM (``txstate.operate.Inspector``, in the txstate-spark jar),
-through a read-only view of the checkpoint's file system. See the README, "Inspecting and verifying
-a checkpoint".
+through a read-only view of the checkpoint's file system. See docs/inspect-verify.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The work happens in the driver JVM (``txstate.migrate.MigrationGateway``, in the txstate-spark jar):
 it reads every store of the checkpoint with the provider the query ran on, writes it with the
 destination provider through Spark's own provider API, verifies it, and only then switches the
-provider the checkpoint records. See the README, "Moving a query to txstate (and back)".
+provider the checkpoint records. See docs/migration.md.
 """
 
 from __future__ import annotations

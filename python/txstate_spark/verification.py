@@ -1,7 +1,7 @@
 """``verify()``: is every txstate file of a checkpoint sound, and does every retained version load?
 
 The reading happens in the driver JVM (``txstate.operate.Verifier``), through a read-only view of
-the checkpoint's file system, so it writes nothing. See the README, "Inspecting and verifying a checkpoint".
+the checkpoint's file system, so it writes nothing. See docs/inspect-verify.md.
 """
 
 from __future__ import annotations

@@ -17,8 +17,10 @@
 Queries read the last committed version of each partition's store (READ_COMMITTED): in local mode
 on the driver, on a cluster on the executor that holds the store, and, with
 ``allow_checkpoint_reads()``, from the checkpoint files when no running query holds it. The JVM side
-is ``txstate.query.ProtocolCalls``; the protocol is in docs/query-protocol.md. Needs
-classic (py4j) pyspark: Spark Connect sessions are refused with a :class:`StateQueryError`.
+is ``txstate.query.ProtocolCalls``; the protocol is in docs/query-protocol.md. From classic (py4j)
+pyspark a request is one py4j call to the driver; from a Spark Connect session it is one read of the
+``txstate`` data source on the Connect server (which must run with the txstate jar), with the same
+results. A classic ``StreamingQuery`` cannot be asked through a Connect session.
 """
 
 from txstate_spark.errors import StateQueryError

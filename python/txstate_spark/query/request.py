@@ -131,7 +131,8 @@ class StateQueryRequest:
 
         Raises:
             StateQueryError: no query was set; the key does not fit the key schema; the
-                checkpoint, operator or store is unknown; or ``spark`` is a Spark Connect session.
+                checkpoint, operator or store is unknown; or, under Spark Connect, the Connect
+                server runs without the txstate jar.
         """
         if self.query is None:
             raise StateQueryError("the request has no query: call with_query(KeyQuery.with_key(...)) first")
