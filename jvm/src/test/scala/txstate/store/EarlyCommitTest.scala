@@ -189,7 +189,7 @@ final class EarlyCommitWithBackgroundWritesTest
       (0 until 10).foreach(i => tx.put(b(s"a$i"), b("v1")))
       tx.commit()
       val check = first.begin()
-      try (0 until 10).map(i => check.get(b(s"a$i")).map(new String(_, UTF_8))) finally check.discard()
+      try { (0 until 10).map(i => check.get(b(s"a$i")).map(new String(_, UTF_8))) } finally check.discard()
     } finally first.close()
     val dead = TxEngine.open(local, options.engine)
     try {
