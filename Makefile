@@ -65,7 +65,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 .PHONY: demo demo-jar docs test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
-	bench-format bench-format-quick bench-scaling bench-scaling-quick soak
+	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt requirements-docs.txt
@@ -277,6 +277,11 @@ bench-scaling-quick: $(JARS_BUILT)
 
 bench-scaling: $(JARS_BUILT)
 	$(VPY) bench/scaling_bench.py
+
+# Many stores on one executor: a join and an aggregation at 100, 200 and 400 shuffle partitions,
+# every provider, median batch time and the executor's peak RSS (bench/many_stores_bench.py).
+bench-many-stores: $(JARS_BUILT)
+	$(VPY) bench/many_stores_bench.py
 
 bench-migrate-quick: $(JARS_BUILT)
 	$(VPY) bench/migration_bench.py --quick

@@ -27,7 +27,7 @@ from bench_common import REPO_ROOT, RESULTS_DIR, fmt_num, fmt_ratio, load_warnin
 
 ROOT = REPO_ROOT
 JAVA_ARGS = ROOT / "target" / "bench-java-args"
-PEERS = ("txstate", "txstate-cache", "rocksdb-changelog", "hdfs")
+PEERS = ("txstate", "txstate-cache", "rocksdb-changelog", "rocksdb-bounded", "hdfs")
 OUT_OF_HEAP_EXIT = 3  # what -XX:+ExitOnOutOfMemoryError exits with
 
 
@@ -100,6 +100,7 @@ def render(cells: list[dict], params: argparse.Namespace, stamp: str, loads: lis
              num(c, "rerun_ms"), num(c, "checkpoint_bytes", 1 << 20), c.get("verified", "—")) for c in cells]
     ratios = [(f"{k:,}", d, fmt_ratio(ratio(value(cells, k, d, "txstate"), value(cells, k, d, "hdfs"))),
                fmt_ratio(ratio(value(cells, k, d, "txstate"), value(cells, k, d, "rocksdb-changelog"))),
+               fmt_ratio(ratio(value(cells, k, d, "txstate"), value(cells, k, d, "rocksdb-bounded"))),
                fmt_ratio(ratio(value(cells, k, d, "txstate"), value(cells, k, d, "txstate-cache"))))
               for k in sorted({c["keys"] for c in cells}) for d in params.dists.split(",")]
     return "\n".join([
@@ -113,7 +114,7 @@ def render(cells: list[dict], params: argparse.Namespace, stamp: str, loads: lis
         table(("keys", "keys picked", "provider", "outcome", "updates/s", "updates/CPU-s", "commit p50 ms",
                "peak RSS MiB", "preload s", "re-run committed v ms", "checkpoint MiB", "state verified"), rows),
         "", "Ratios of updates/s in this run:", "",
-        table(("keys", "keys picked", "txstate ÷ HDFS", "txstate ÷ RocksDB (changelog on)", "cache on ÷ off"), ratios),
+        table(("keys", "keys picked", "txstate ÷ HDFS", "txstate ÷ RocksDB (changelog on)", "txstate ÷ RocksDB (bounded)", "txstate ÷ txstate with cache"), ratios),
         ""])
 
 
@@ -122,7 +123,7 @@ def main() -> int:
     parser.add_argument("--keys", default="1000000,10000000,50000000", help="state sizes, comma-separated")
     parser.add_argument("--dists", default="uniform,zipf", help="uniform, zipf or both")
     parser.add_argument("--peers", default=",".join(PEERS))
-    parser.add_argument("--batches", type=int, default=4)
+    parser.add_argument("--batches", type=int, default=20, help="measured batches per cell (20: caches are measured full)")
     parser.add_argument("--updates", type=int, default=200000, help="get+put per batch")
     parser.add_argument("--heap", default="6g", help="-Xmx of every benchmark JVM (the same for all)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds before one run is stopped")

@@ -42,7 +42,7 @@ object BenchParams {
       |  --quick       200k keys, 4 x 50k updates, R=1 (under ~4 minutes)
       |  --full        1M keys, 10 x 200k updates, R=3 (the default; under ~20 minutes)
       |  --dist        existing keys updated uniformly (default) or Zipf-distributed (s = 1.1)
-      |  --only        peers to run, by short name: txstate, txstate-cache, rocksdb-changelog, rocksdb-snapshot, hdfs, raw, raw-changelog,
+      |  --only        peers to run, by short name: txstate, txstate-cache, rocksdb-changelog, rocksdb-snapshot, rocksdb-bounded, hdfs, raw, raw-changelog,
       |                and (only when named) raw-txstate-options, raw-txstate-options-one-shard, raw-partitioned-index
       |  --no-profile  skip the sampled txstate pass
       |  --no-reopen   skip the warm and cold reopens (verify the state on the running provider)

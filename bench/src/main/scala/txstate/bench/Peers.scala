@@ -45,8 +45,16 @@ object Peers {
     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider", Map(changelogKey -> "true"))
   val rocksSnapshot: Peer = Peer("rocksdb-snapshot", "Spark RocksDB (changelog off)",
     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider", Map(changelogKey -> "false"))
+  /**
+   * Spark's RocksDB provider with one bounded native budget per executor (`boundedMemoryUsage`), at
+   * txstate's default executor budget (`maxNativeMemoryMB`, 256 MiB): the two budgets compared alike.
+   */
+  val rocksBounded: Peer = Peer("rocksdb-bounded", "Spark RocksDB (changelog on, bounded 256 MiB)",
+    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider", Map(changelogKey -> "true",
+      "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage" -> "true",
+      "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB" -> "256"))
   val hdfs: Peer = Peer("hdfs", "Spark HDFS-backed",
     "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider", Map.empty)
 
-  val providers: Seq[Peer] = Seq(txstate, txstateCache, rocksChangelog, rocksSnapshot, hdfs)
+  val providers: Seq[Peer] = Seq(txstate, txstateCache, rocksChangelog, rocksSnapshot, rocksBounded, hdfs)
 }

@@ -2,7 +2,6 @@ package txstate.engine
 
 import java.util.Arrays
 
-import scala.collection.mutable.ArrayBuffer
 
 /**
  * One micro-batch's uncommitted work over the committed database (read-your-writes).
@@ -31,13 +30,16 @@ final class Transaction private[engine] (
   private val priors = new PriorRows
   private var keepingPriors = true
   // Background writes (docs/ARCHITECTURE.md, "Background writes"): once the buffer holds
-  // `backgroundRows` entries, the database starts receiving the batch's writes while it runs, in the
-  // order they were made (`aheadLog`: those not yet handed over). Off with TTL (its index reads
-  // the stored stamps at commit) and after an early commit (its segments then say what to undo).
+  // `backgroundRows` entries, the database starts receiving the batch's rows while it runs: the
+  // buffer's rows of every `backgroundRows` keys written since the last hand-over (`dirty`; a key
+  // written ten times goes once). A range delete stops them (`aheadStopped`): the commit then
+  // writes the whole buffer again. Off with TTL (its index reads the stored stamps at commit) and
+  // after an early commit (its segments then say what to undo).
   private val backgroundRows = engine.options.backgroundWriteRows
   private var aheadAllowed = backgroundRows > 0 && timeIndexSinceMs.isEmpty
   private var writingAhead = false
-  private var aheadLog = new ArrayBuffer[ChangeRecord]()
+  private var aheadStopped = false
+  private var dirty = new java.util.HashSet[BytesKey]()
   // Iterators Spark may abandon half-way: closed for it when the transaction ends.
   private val openIterators = java.util.Collections.newSetFromMap(
     new java.util.IdentityHashMap[KeyValueIterator, java.lang.Boolean]())
@@ -76,7 +78,7 @@ final class Transaction private[engine] (
     if (get(k).isEmpty) keyDelta += 1
     keepPrior(k)
     buffer.put(k, value)
-    if (writingAhead) logAhead(ChangeRecord.Put(k.bytes, value))
+    if (writingAhead) written(k)
     else if (aheadAllowed && buffer.entryCount >= backgroundRows) startWritingAhead()
   }
 
@@ -94,7 +96,7 @@ final class Transaction private[engine] (
       val onlyBuffered = !writingAhead && buffer.lookup(k).isDefined &&
         (buffer.hidesCommitted(key) || committedValue(k).isEmpty)
       if (onlyBuffered) buffer.forget(key) else buffer.delete(k)
-      if (writingAhead) logAhead(ChangeRecord.Delete(k.bytes))
+      if (writingAhead) written(k)
     }
   }
 
@@ -106,7 +108,12 @@ final class Transaction private[engine] (
       try it.foreach(_ => removed += 1) finally it.close()
       keyDelta -= removed
       buffer.deleteRange(from, until)
-      if (writingAhead) logAhead(ChangeRecord.DeleteRange(from, until))
+      if (writingAhead) {
+        // The buffer no longer holds the rows of keys the range cleared: later hand-overs could not
+        // say what to write for them. The commit writes the whole buffer, range deletes first.
+        aheadStopped = true
+        dirty = new java.util.HashSet[BytesKey]()
+      }
     }
   }
 
@@ -136,9 +143,9 @@ final class Transaction private[engine] (
     val undoing = writingAhead
     writingAhead = false
     aheadAllowed = false
-    try if (undoing) engine.undoWritesAhead(this, takeAheadLog())
+    try if (undoing) engine.undoWritesAhead(this)
     finally {
-      aheadLog = new ArrayBuffer[ChangeRecord]()
+      dirty = new java.util.HashSet[BytesKey]()
       buffer.clear()
       priors.clear()
       keyDelta = 0L
@@ -153,7 +160,7 @@ final class Transaction private[engine] (
   private[engine] def afterEarlyCommit(): Unit = {
     writingAhead = false
     aheadAllowed = false
-    aheadLog = new ArrayBuffer[ChangeRecord]()
+    dirty = new java.util.HashSet[BytesKey]()
     buffer.clear()
     probeValid = false // the committed view now includes the early-committed sub-batch
     priors.clear()
@@ -192,12 +199,11 @@ final class Transaction private[engine] (
   /** True once the batch's writes started going to the database in the background. */
   private[engine] def writesAhead: Boolean = writingAhead
 
-  /** The writes made since the last hand-over, in order (the commit's last write, or an abort's). */
-  private[engine] def takeAheadLog(): Iterable[ChangeRecord] = {
-    val rest = aheadLog
-    aheadLog = new ArrayBuffer[ChangeRecord]()
-    rest
-  }
+  /**
+   * What the commit still writes: the rows of the keys written since the last hand-over, or, after
+   * a range delete stopped the hand-overs, every change again (range deletes first, then every row).
+   */
+  private[engine] def notHandedOver(): Iterator[ChangeRecord] = if (aheadStopped) changes else handOver().iterator
 
   /** At commit: the background writes are finished and the version is written; the next batch starts afresh. */
   private[engine] def afterCommit(): Unit = {
@@ -205,15 +211,29 @@ final class Transaction private[engine] (
     aheadAllowed = false
   }
 
-  // The buffer as it is now (net changes) is the first hand-over; later ones are the writes in order.
+  // The buffer as it is now (its net changes, no range delete yet) is the first hand-over.
   private def startWritingAhead(): Unit = {
     writingAhead = true
     engine.writeAhead(this, buffer.changes.toVector)
   }
 
-  private def logAhead(change: ChangeRecord): Unit = {
-    aheadLog += change
-    if (aheadLog.length >= backgroundRows) engine.writeAhead(this, takeAheadLog())
+  private def written(key: BytesKey): Unit =
+    if (!aheadStopped && dirty.add(key) && dirty.size >= backgroundRows) engine.writeAhead(this, handOver())
+
+  /** The buffered rows of the keys written since the last hand-over, read now (the buffer is this thread's). */
+  private def handOver(): Vector[ChangeRecord] = {
+    val rows = Vector.newBuilder[ChangeRecord]
+    dirty.forEach { key =>
+      rows += (buffer.lookup(key) match {
+        case Some(BufferedWrite.Value(v)) => ChangeRecord.Put(key.bytes, v)
+        case Some(BufferedWrite.Tombstone) => ChangeRecord.Delete(key.bytes)
+        // Keys leave the buffer only by a range delete, which stops the hand-overs, or by `forget`,
+        // which is off while writing ahead.
+        case None => throw new IllegalStateException("txstate: a key written ahead left the buffer")
+      })
+    }
+    dirty = new java.util.HashSet[BytesKey]()
+    rows.result()
   }
 
   private def get(key: BytesKey): Option[Array[Byte]] = bufferedAnswer(key).getOrElse(committedValue(key))

@@ -155,8 +155,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       writeChanges(cache.telling(tx.changes, format), Long.MaxValue, format)(finishVersion(point, tx.indexCut, clearsInFlight))
     if (tx.writesAhead) {
       writing(background.await())
-      // The rest of the writes, in order, or all of them again (the same rows) if the format differs.
-      val rest = if (format == openVersionFormat(tx)) tx.takeAheadLog().iterator else tx.changes
+      // The rows not handed over yet, or all of them again (the same rows) if the format differs.
+      val rest = if (format == openVersionFormat(tx)) tx.notHandedOver() else tx.changes
       val keep = !timeIndex.dropping(committedPoint, point)
       undo.keepingUndoOfWritesAhead(tx, committedPoint, keep) {
         writeChanges(rest, Long.MaxValue, format)(finishVersion(point, tx.indexCut, clearsInFlight = true))
@@ -216,10 +216,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   }
 
   /**
-   * Hands `changes` (the batch's writes in order) to the background: the database receives them
-   * while the batch goes on. The first hand-over of a version keeps a snapshot of the committed
-   * version (what an abort restores) and writes the in-flight marker with its rows, so a database
-   * left with part of the version is never taken for a version.
+   * Hands `changes` (rows of the open batch) to the background, to be written while it goes on. The
+   * first hand-over of a version keeps a snapshot of the committed version (what an abort restores)
+   * and writes the in-flight marker with its rows: a partly written version is never taken for one.
    */
   private[engine] def writeAhead(tx: Transaction, changes: Iterable[ChangeRecord]): Unit = {
     ensureCurrent(tx)
@@ -241,17 +240,19 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   }
 
   /**
-   * An abort of a batch whose writes went to the database in the background: `rest` (its writes not
-   * handed over yet) goes too, then every key the batch touched gets back its committed row from
-   * the snapshot taken before the first hand-over, and the in-flight marker goes.
+   * An abort of a batch whose writes went to the database in the background: the whole batch is
+   * written first (then the database differs from the committed version exactly at the keys and
+   * ranges the buffer touched), then each of them gets back its committed rows from the snapshot
+   * taken before the first hand-over, and the in-flight marker goes.
    */
-  private[engine] def undoWritesAhead(tx: Transaction, rest: Iterable[ChangeRecord]): Unit = writingAheadOf.foreach { version =>
+  private[engine] def undoWritesAhead(tx: Transaction): Unit = writingAheadOf.foreach { version =>
     writingAheadOf = None
     // Until the undo is done the database is not any version: if it fails, it stays marked so.
     try writing {
       background.await()
-      Using.resource(new ChunkedWriter(database, lifetime.writeOptions, Long.MaxValue, openVersionFormat(tx))) { writer =>
-        rest.foreach(writer(_))
+      val format = openVersionFormat(tx)
+      Using.resource(new ChunkedWriter(database, lifetime.writeOptions, options.replayChunkBytes, format)) { writer =>
+        tx.changes.foreach(writer(_))
         writer.finish(_ => ())
       }
       // Rare (an aborted big batch): the cache forgets the whole store rather than each key.
