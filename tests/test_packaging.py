@@ -211,11 +211,12 @@ def test_a_wheel_built_from_the_source_tree_has_no_demo(tmp_path: Path) -> None:
 def test_the_demo_runs_from_the_repository_as_make_demo_runs_it() -> None:
     makefile = (REPO / "Makefile").read_text().splitlines()
     recipe = makefile[next(i for i, line in enumerate(makefile) if line.startswith("demo: ")) + 1].strip()
-    assert recipe.startswith("$(VPY) ") and recipe.endswith(".py"), recipe
-    script = REPO / recipe[len("$(VPY) "):]
+    assert recipe.startswith("$(VPY) ") and recipe.endswith(".py $(DEMO_ARGS)"), recipe
+    script = REPO / recipe[len("$(VPY) "):-len(" $(DEMO_ARGS)")]
     assert script.is_file() and PYTHON_SRC not in script.parents, f"make demo runs {script}"
     done = run([sys.executable, str(script), "--help"], child_env())
-    assert "--work-dir" in done.stdout and "txstate provider" in done.stdout, done.stdout
+    assert all(flag in done.stdout for flag in ("--work-dir", "--metrics")) and "txstate provider" in done.stdout, \
+        done.stdout
 
 
 def test_pyspark_is_an_optional_extra_not_a_dependency() -> None:
