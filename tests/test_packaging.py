@@ -505,7 +505,10 @@ def test_an_unsupported_or_unknown_spark_fails_naming_the_supported_lines(
 ) -> None:
     python = installed_wheel["python"]
     plain = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None)
-    supported = ", ".join(LINES)
+    # "3.5 (Scala 2.12, 2.13), 4.0, ...": each line once, its Scala versions named where not just 2.13
+    scalas = {spark_line(row): sorted(SCALA_OF[r] for r in LINES if spark_line(r) == spark_line(row)) for row in LINES}
+    supported = ", ".join(line if scalas[line] == ["2.13"] else f"{line} (Scala {', '.join(scalas[line])})"
+                          for line in scalas)
     old = run([python, "-m", "txstate_spark", "jar", "--spark", "3.4.4"], plain, check=False)
     assert old.returncode != 0 and "Spark 3.4.4" in old.stderr and supported in old.stderr, old.stderr
     home = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None, SPARK_HOME=str(fake_spark_home(tmp_path, "9.1.0")))
