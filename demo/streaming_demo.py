@@ -363,7 +363,7 @@ def main(argv: Optional[Sequence[str]] = None, provider_class: str = PROVIDER_CL
 
         if answers and not verbose:
             last = max(answers)
-            print(f"interactive query during batch {last} (txstate_spark.query, a key lookup in the count's "
+            print(f"interactive query during batch {last} (txstate_spark.query, a multi-key lookup in the count's "
                   f"store):\n  {answers[last]}, the counts the stream had emitted by then")
         print("metrics: each batch's StreamingQueryProgress has them per operator (txstate's under "
               "stateOperators[].customMetrics),\n  as has the Spark UI's Structured Streaming tab"

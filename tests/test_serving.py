@@ -279,12 +279,12 @@ def test_a_key_sent_by_column_name_finds_the_same_row_and_named_rows_answer_by_c
     by_name = [r for r in server.query({"type": "key", "key": {"k": 3}}, namedRows=True)["partitions"]
                if r["result"] is not None]
     assert len(by_position) == 1 and [r["partition"] for r in by_name] == [by_position[0]["partition"]], by_name
-    assert by_name[0]["result"] == dict(zip(["n", "total", "top"], by_position[0]["result"])), by_name
+    assert by_name[0]["result"] == dict(zip(["count", "sum", "max"], by_position[0]["result"])), by_name
     response = server.query({"type": "range", "lower": {"k": 2}, "upper": {"k": 4}, "limit": 10}, namedRows=True)
     rows = [(row, r["position"]["batchId"]) for r in response["partitions"] for row in r["result"]["rows"]]
     assert sorted(row["key"]["k"] for row, _ in rows) == [2, 3, 4], response
     for row, batch in rows:
-        check_counter(tuple(row["value"][c] for c in ("n", "total", "top")), row["key"]["k"], batch, "a named range")
+        check_counter(tuple(row["value"][c] for c in ("count", "sum", "max")), row["key"]["k"], batch, "a named range")
 
 
 # ------------------------------------------------------------------------------------------------
