@@ -1,5 +1,5 @@
 # txstate-spark: the commands users and CI run. Everything is installed on first use.
-#   make demo   build the jars and run a real streaming job on local Spark with our provider
+#   make demo   build the jar and run a real streaming job on local Spark with our provider (DEMO_ARGS=--metrics)
 #   make test   every Spark line: sbt tests, Spark's conformance suite, pytest against real Spark
 #   make test-unit  the Python unit tests alone (no JVM, no jar): about a second
 #   make docs   the user guide (MkDocs, docs/ and mkdocs.yml) into target/site, --strict (part of make test)
@@ -106,8 +106,9 @@ $(WHEEL): $(JARS_BUILT) $(PY_SOURCES) python/pyproject.toml
 	rm -rf python/txstate_spark/jars python/build python/*.egg-info
 
 # The demo builds only the jar it runs (one sbt project), on the venv of its line.
+# DEMO_ARGS=--metrics prints every state operator metric of every micro-batch too.
 demo: demo-jar $(call venv_of,$(LINE))/.installed
-	$(VPY) demo/streaming_demo.py
+	$(VPY) demo/streaming_demo.py $(DEMO_ARGS)
 demo-jar: $(VENV)/.installed
 	@if [ ! -f $(JAR) ] || [ -n "$$(find $(SCALA_SOURCES) -newer $(JAR) 2>/dev/null | head -n 1)" ]; then \
 	  $(SBT) $(call sbt_project,$(LINE))/package; fi

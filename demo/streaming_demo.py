@@ -9,8 +9,9 @@ duplicates with ``dropDuplicates(["event_id"])`` and counts words with ``groupBy
 update mode: two stateful operators, both kept in the state store. It runs in two parts:
 
 1. a first Spark session processes three files, one micro-batch each, then stops;
-2. a brand-new Spark session restarts the query from the same checkpoint and processes two more
-   files. Their events include re-deliveries of part-1 events and more of the same words, so the
+2. a brand-new Spark session first reads the stopped query's state with the ``txstate`` data source
+   (every operator's rows and every count must be what part 1 ended with), then restarts the query
+   from the same checkpoint and processes two more files. Their events include re-deliveries of part-1 events and more of the same words, so the
    final counts are right only if both operators recovered their state from the checkpoint.
 
 While the stream runs, each micro-batch also asks the count operator's state store directly with
@@ -18,9 +19,13 @@ interactive queries (``txstate_spark.query``): a multi-key lookup of a few words
 the counts streamed so far and come from the batch being processed; after the end, a paged scan
 reads the stopped query's state from the checkpoint files.
 
-It prints each micro-batch's state operator metrics, checks the final counts against counts computed
-here in Python, and shows the provider class recorded in the checkpoint. Exit status 0 means every
-check passed. Needs only a JDK and pyspark; runs in about a minute.
+It prints a few lines: per micro-batch, its duration and the state rows of each operator; after the
+restart, what the new session found in the checkpoint (the same rows and counts part 1 ended with);
+one interactive query; and where the metrics are. ``--metrics`` prints every state operator metric
+of every micro-batch too (Spark's and the provider's ``customMetrics``), each interactive query and
+the paged scan (``make demo DEMO_ARGS=--metrics``). It checks the final counts against counts computed here in Python and the provider
+class recorded in the checkpoint. Exit status 0 means every check passed. Needs only a JDK and
+pyspark; runs in about a minute.
 """
 
 import argparse
@@ -119,28 +124,45 @@ def start_session(provider_class: str, log4j_file: Path) -> "SparkSession":
 
 
 _QUERIED_WORDS = ["spark", "state", "commit"]
+# The demo's two stateful operators, by the key of their store (txstate's schema file says it), and the
+# name Spark gives each in StreamingQueryProgress.stateOperators.
+_ROLE_BY_KEY = {("event_id",): "dedupe", ("word",): "count"}
+_ROLE_BY_PROGRESS_NAME = {"dedupe": "dedupe", "stateStoreSave": "count"}
+
+
+def operator_ids(checkpoint: Path) -> Dict[str, str]:
+    """The operator id of each of the demo's stores ("dedupe", "count"), from the schema file txstate
+    writes beside each operator's partitions (`state/<id>/_txstate/default.schema.json`). Ids work on
+    every Spark line; Spark 3.5 records no operator names."""
+    ids: Dict[str, str] = {}
+    for schema_file in sorted((checkpoint / "state").glob("*/_txstate/default.schema.json")):
+        key = tuple(f["name"] for f in json.loads(schema_file.read_text())["keySchema"]["fields"])
+        if key in _ROLE_BY_KEY:
+            ids[_ROLE_BY_KEY[key]] = schema_file.parent.parent.name
+    return ids
 
 
 def count_operator(checkpoint: Path) -> str:
     """The count's stateful operator, as interactive queries name it: `stateStoreSave`, the name Spark
-    4 records in its operator metadata. Spark 3.5 records no operator names, so there it is the id
-    of the operator whose store is keyed by `word` (txstate's schema file says so)."""
+    4 records in its operator metadata; on Spark 3.5, which records no operator names, its id."""
     from pyspark import __version__ as spark_version
 
     if int(spark_version.split(".")[0]) >= 4:
         return "stateStoreSave"
-    for schema_file in sorted((checkpoint / "state").glob("*/_txstate/default.schema.json")):
-        if [f["name"] for f in json.loads(schema_file.read_text())["keySchema"]["fields"]] == ["word"]:
-            return schema_file.parent.parent.name
-    raise RuntimeError(f"no store keyed by word under {checkpoint / 'state'}")
+    ids = operator_ids(checkpoint)
+    if "count" not in ids:
+        raise RuntimeError(f"no store keyed by word under {checkpoint / 'state'}: the demo's count operator "
+                           "has not committed a batch yet")
+    return ids["count"]
 
 
 def query_state(spark: "SparkSession", checkpoint: Path, batch_id: int, latest: Dict[str, int],
-                problems: List[str]) -> None:
+                problems: List[str], answers: Dict[int, Dict[str, int]], verbose: bool) -> None:
     """Interactive queries while the stream runs: look a few words up in the count operator's store.
 
     Called from foreachBatch after the batch's rows were collected, so every partition of the store
-    has committed this batch: the answer must be the counts streamed so far, at this batch.
+    has committed this batch: the answer must be the counts streamed so far, at this batch. The
+    answer goes to ``answers[batch_id]``.
     """
     from txstate_spark.query import MultiKeyQuery, StateQueryRequest
 
@@ -154,13 +176,15 @@ def query_state(spark: "SparkSession", checkpoint: Path, batch_id: int, latest: 
                 found[word] = value["count"]
     batches = sorted({r.position.batch_id for r in result.partition_results.values()})
     expected = {w: latest[w] for w in _QUERIED_WORDS if w in latest}
-    print(f"    interactive query at batch {batch_id}: {found} (partitions answered from batch(es) {batches})")
+    answers[batch_id] = found
+    if verbose:
+        print(f"    interactive query at batch {batch_id}: {found} (partitions answered from batch(es) {batches})")
     if found != expected or batches != [batch_id]:
         problems.append(f"batch {batch_id}: the state store said {found} at batches {batches}, "
                         f"the stream {expected} at batch {batch_id}")
 
 
-def scan_checkpoint(spark: "SparkSession", checkpoint: Path) -> Dict[str, int]:
+def scan_checkpoint(spark: "SparkSession", checkpoint: Path, verbose: bool) -> Dict[str, int]:
     """After the query stopped: every word's count, read page by page from the checkpoint files."""
     from txstate_spark.query import ScanQuery, StateQueryRequest
 
@@ -172,16 +196,30 @@ def scan_checkpoint(spark: "SparkSession", checkpoint: Path) -> Dict[str, int]:
         pages += 1
         counts.update((row.key["word"], row.value["count"]) for row in page.rows)
         position = page.position
-    print(f"  scan of the stopped query's state from its checkpoint: {len(counts)} words in {pages} pages "
-          f"(limit 5 per partition), at batch {position.batch_id}")
+    if verbose:
+        print(f"  scan of the stopped query's state from its checkpoint: {len(counts)} words in {pages} pages "
+              f"(limit 5 per partition), at batch {position.batch_id}")
     return counts
 
 
+def state_in_checkpoint(spark: "SparkSession", checkpoint: Path) -> Tuple[Dict[str, int], Dict[str, int]]:
+    """What a new session finds in the stopped query's checkpoint, read with the txstate data source:
+    the rows of each operator's store ("dedupe", "count") and every word's count."""
+    def read(role: str) -> "DataFrame":
+        return spark.read.format("txstate").option("operator", ids[role]).load(str(checkpoint))
+
+    ids = operator_ids(checkpoint)
+    rows = {role: read(role).count() for role in sorted(ids)}
+    counts = {row["word"]: row["count"] for row in read("count").select("key.word", "value.count").collect()}
+    return rows, counts
+
+
 def run_query(spark: "SparkSession", input_dir: Path, checkpoint: Path, latest: Dict[str, int],
-              problems: List[str], interactive: bool) -> List[Dict[str, Any]]:
+              problems: List[str], answers: Optional[Dict[int, Dict[str, int]]],
+              verbose: bool) -> List[Dict[str, Any]]:
     """Run the dedupe + count query over all new files (one file per micro-batch); return its progress.
 
-    With ``interactive``, each batch also queries the count operator's state store (query_state)."""
+    Unless ``answers`` is None, each batch also queries the count operator's state store (query_state)."""
     events = (
         spark.readStream.schema("event_id LONG, word STRING")
         .option("maxFilesPerTrigger", 1)
@@ -192,8 +230,8 @@ def run_query(spark: "SparkSession", input_dir: Path, checkpoint: Path, latest: 
     def collect(batch: "DataFrame", batch_id: int) -> None:
         for row in batch.collect():
             latest[row["word"]] = row["count"]
-        if interactive:
-            query_state(spark, checkpoint, batch_id, latest, problems)
+        if answers is not None:
+            query_state(spark, checkpoint, batch_id, latest, problems, answers, verbose)
 
     query = (
         counts.writeStream.queryName("txstate_demo")
@@ -210,12 +248,30 @@ def run_query(spark: "SparkSession", input_dir: Path, checkpoint: Path, latest: 
     return [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in query.recentProgress]
 
 
-def print_progress(progress: Sequence[Dict[str, Any]]) -> None:
-    """One line per micro-batch, then one line per state operator with its metrics."""
-    for batch in progress:
-        if not batch.get("numInputRows"):
+def batches_of(progress: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The micro-batches that read input (an availableNow query may end with an empty one)."""
+    return [batch for batch in progress if batch.get("numInputRows")]
+
+
+def state_rows(batch: Dict[str, Any]) -> Dict[str, int]:
+    """The state rows of each operator after the batch ("dedupe", "count": numRowsTotal)."""
+    return {_ROLE_BY_PROGRESS_NAME.get(op["operatorName"], op["operatorName"]): op["numRowsTotal"]
+            for op in batch.get("stateOperators", [])}
+
+
+def rows_text(rows: Dict[str, int]) -> str:
+    return ", ".join(f"{role} {count}" for role, count in sorted(rows.items(), key=lambda r: r[0] != "dedupe"))
+
+
+def print_progress(progress: Sequence[Dict[str, Any]], verbose: bool) -> None:
+    """One line per micro-batch: its input rows, duration and state rows per operator; ``verbose``
+    adds one line per state operator with every metric of its StreamingQueryProgress entry."""
+    for batch in batches_of(progress):
+        duration_s = batch["durationMs"]["triggerExecution"] / 1000
+        print(f"  batch {batch['batchId']}: {batch['numInputRows']} events, {duration_s:.1f} s; "
+              f"state rows: {rows_text(state_rows(batch))}")
+        if not verbose:
             continue
-        print(f"  batch {batch['batchId']}: {batch['numInputRows']} input rows")
         for op in batch.get("stateOperators", []):
             print(
                 f"    {op['operatorName']:<15} numRowsTotal={op['numRowsTotal']:<5} "
@@ -248,6 +304,9 @@ def main(argv: Optional[Sequence[str]] = None, provider_class: str = PROVIDER_CL
     parser = argparse.ArgumentParser(prog="demo/streaming_demo.py", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--work-dir", type=Path, help="keep the input files and checkpoint here "
                         "(must not exist yet); default: a temporary directory removed at the end")
+    parser.add_argument("--metrics", action="store_true", help="also print every state operator metric "
+                        "of every micro-batch (Spark's and the provider's customMetrics), each interactive "
+                        "query and the paged scan of the checkpoint")
     args = parser.parse_args(argv)
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)  # keep our lines in order with Spark's stderr
@@ -259,50 +318,71 @@ def main(argv: Optional[Sequence[str]] = None, provider_class: str = PROVIDER_CL
     input_dir, checkpoint, log4j_file = work / "input", work / "checkpoint", work / "log4j2.properties"
     log4j_file.write_text(_LOG4J2)
     started = time.monotonic()
+    verbose = args.metrics
     try:
         rng = random.Random(892)
         delivered: List[Event] = []
         latest: Dict[str, int] = {}
         problems: List[str] = []
-        interactive = provider_class == PROVIDER_CLASS  # interactive queries are txstate's own
+        # Interactive queries and the txstate data source read txstate's stores only.
+        answers: Optional[Dict[int, Dict[str, int]]] = {} if provider_class == PROVIDER_CLASS else None
         first, second = _FILES_PER_RUN
         write_files(input_dir, 0, generate_files(first, 0, rng, delivered))
 
-        print(f"txstate-spark demo: provider {provider_class}, work dir {work}")
-        print(f"part 1: new session, {first} micro-batches (dropDuplicates + groupBy().count(), update mode)")
         spark = start_session(provider_class, log4j_file)
-        print_progress(run_query(spark, input_dir, checkpoint, latest, problems, interactive))
+        print(f"txstate-spark demo on Spark {spark.version}: dropDuplicates(event_id), then "
+              f"groupBy(word).count(); {_EVENTS_PER_FILE} events per micro-batch")
+        if verbose:
+            print(f"  provider {provider_class}, work dir {work}")
+        print(f"part 1: a new Spark session runs {first} micro-batches")
+        part1 = batches_of(run_query(spark, input_dir, checkpoint, latest, problems, answers, verbose))
+        print_progress(part1, verbose)
         spark.stop()
+        kept_rows, kept_counts = (state_rows(part1[-1]) if part1 else {}), dict(latest)
 
         write_files(input_dir, first, generate_files(second, len(delivered), rng, delivered))
-        print(f"part 2: session stopped; a new session restarts the query from the same checkpoint, "
-              f"{second} more micro-batches")
+        print("part 2: that session stops; a new one restarts the query from the same checkpoint")
         spark = start_session(provider_class, log4j_file)
-        print_progress(run_query(spark, input_dir, checkpoint, latest, problems, interactive))
+        if answers is not None:
+            found_rows, found_counts = state_in_checkpoint(spark, checkpoint)
+            same = found_rows == kept_rows and found_counts == kept_counts
+            print(f"  restart: the new session finds state rows {rows_text(found_rows)} and {len(found_counts)} "
+                  f"words' counts in the checkpoint, {'the same as' if same else 'NOT the same as'} part 1 ended with")
+            if not same:
+                problems.append(f"after the restart the checkpoint holds rows {found_rows} and counts "
+                                f"{found_counts}; part 1 ended with rows {kept_rows} and counts {kept_counts}")
+        part2 = batches_of(run_query(spark, input_dir, checkpoint, latest, problems, answers, verbose))
+        print_progress(part2, verbose)
         in_session = spark.conf.get(PROVIDER_CLASS_KEY)
         expected = dict(Counter(word for _, word in delivered))
-        if interactive:
-            scanned = scan_checkpoint(spark, checkpoint)
+        if answers is not None:
+            scanned = scan_checkpoint(spark, checkpoint, verbose)
             if scanned != expected:
                 problems.append(f"the checkpoint scan found {scanned}, expected {expected}")
         spark.stop()
 
+        if answers and not verbose:
+            last = max(answers)
+            print(f"interactive query during batch {last} (txstate_spark.query, a multi-key lookup in the count's "
+                  f"store):\n  {answers[last]}, the counts the stream had emitted by then")
+        print("metrics: each batch's StreamingQueryProgress has them per operator (txstate's under "
+              "stateOperators[].customMetrics),\n  as has the Spark UI's Structured Streaming tab"
+              + ("" if verbose else "; `make demo DEMO_ARGS=--metrics` prints them all"))
         recorded = provider_in_checkpoint(checkpoint)
         counts_ok = latest == expected and not problems
         provider_ok = recorded == provider_class == in_session
-        print("summary:")
-        print(f"  distinct events {len(delivered)}, words {len(expected)}; counts after the restart "
-              f"{'match' if counts_ok else 'DO NOT match'} the counts computed in Python "
-              f"(re-delivered part-1 events were dropped and counts continued across the restart)")
         for problem in problems:
-            print(f"  interactive queries DO NOT match the stream: {problem}")
+            print(f"  check FAILED: {problem}")
         if latest != expected:
             wrong = {w: (latest.get(w), expected.get(w)) for w in sorted(set(latest) | set(expected))
                      if latest.get(w) != expected.get(w)}
             print(f"  word: (streamed, expected) where they differ: {wrong}")
-        print(f"  provider recorded in the checkpoint's offset log: {recorded}")
-        print(f"  provider in the session's spark.conf:             {in_session}")
-        print(f"  finished in {time.monotonic() - started:.0f} s: {'OK' if counts_ok and provider_ok else 'FAILED'}")
+        print(f"{'OK' if counts_ok and provider_ok else 'FAILED'} in {time.monotonic() - started:.0f} s: "
+              f"{len(delivered)} distinct events, {len(expected)} words; the counts after the restart "
+              f"{'match' if counts_ok else 'DO NOT match'} counts computed in Python;\n  the checkpoint "
+              f"records the provider {recorded}")
+        if not provider_ok:
+            print(f"  provider in the session's spark.conf: {in_session}, asked for: {provider_class}")
         return 0 if counts_ok and provider_ok else 1
     finally:
         if args.work_dir is None:

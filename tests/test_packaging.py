@@ -211,11 +211,12 @@ def test_a_wheel_built_from_the_source_tree_has_no_demo(tmp_path: Path) -> None:
 def test_the_demo_runs_from_the_repository_as_make_demo_runs_it() -> None:
     makefile = (REPO / "Makefile").read_text().splitlines()
     recipe = makefile[next(i for i, line in enumerate(makefile) if line.startswith("demo: ")) + 1].strip()
-    assert recipe.startswith("$(VPY) ") and recipe.endswith(".py"), recipe
-    script = REPO / recipe[len("$(VPY) "):]
+    assert recipe.startswith("$(VPY) ") and recipe.endswith(".py $(DEMO_ARGS)"), recipe
+    script = REPO / recipe[len("$(VPY) "):-len(" $(DEMO_ARGS)")]
     assert script.is_file() and PYTHON_SRC not in script.parents, f"make demo runs {script}"
     done = run([sys.executable, str(script), "--help"], child_env())
-    assert "--work-dir" in done.stdout and "txstate provider" in done.stdout, done.stdout
+    assert all(flag in done.stdout for flag in ("--work-dir", "--metrics")) and "txstate provider" in done.stdout, \
+        done.stdout
 
 
 def test_pyspark_is_an_optional_extra_not_a_dependency() -> None:
@@ -504,7 +505,10 @@ def test_an_unsupported_or_unknown_spark_fails_naming_the_supported_lines(
 ) -> None:
     python = installed_wheel["python"]
     plain = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None)
-    supported = ", ".join(LINES)
+    # "3.5 (Scala 2.12, 2.13), 4.0, ...": each line once, its Scala versions named where not just 2.13
+    scalas = {spark_line(row): sorted(SCALA_OF[r] for r in LINES if spark_line(r) == spark_line(row)) for row in LINES}
+    supported = ", ".join(line if scalas[line] == ["2.13"] else f"{line} (Scala {', '.join(scalas[line])})"
+                          for line in scalas)
     old = run([python, "-m", "txstate_spark", "jar", "--spark", "3.4.4"], plain, check=False)
     assert old.returncode != 0 and "Spark 3.4.4" in old.stderr and supported in old.stderr, old.stderr
     home = child_env(PYTHONPATH=None, TXSTATE_SPARK_JAR=None, SPARK_HOME=str(fake_spark_home(tmp_path, "9.1.0")))

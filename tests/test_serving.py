@@ -8,7 +8,6 @@ answer's position names, so a torn or mislabelled batch fails.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
@@ -16,7 +15,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from typing import Any
 import pytest
 
 from harness.counting_stream import KEYS, check_counter, expected_counter, start_counting_stream, wait_until
+from servers.txstate_serve import Server
 
 TESTS_DIR = Path(__file__).resolve().parent
 TOKEN = "s3rve-t0ken-" + "x7Qp2" * 6  # long and unusual, so finding it in a log is no accident
@@ -35,93 +34,6 @@ def last_batch(checkpoint: Path) -> int:
     commits = checkpoint / "commits"
     names = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
     return max(names, default=-1)
-
-
-class Server:
-    """One `python -m txstate_spark serve` process, in its own process group."""
-
-    def __init__(self, plugin_jar: Path, log_dir: Path, checkpoint: Path, *args: str,
-                 env: dict[str, str] | None = None) -> None:
-        self.stderr_path = log_dir / f"serve-{time.monotonic_ns()}.err"
-        self._stderr = self.stderr_path.open("w")
-        full_env = {key: value for key, value in os.environ.items() if not key.startswith("TXSTATE_SERVE_")}
-        full_env.update({"TXSTATE_SPARK_JAR": str(plugin_jar), **(env or {}),
-                         "PYTHONPATH": os.pathsep.join([str(TESTS_DIR.parent / "python"),
-                                                        os.environ.get("PYTHONPATH", "")])})
-        operator = [] if "--operator" in args else ["--operator", "0"]
-        command = [sys.executable, "-m", "txstate_spark", "serve", str(checkpoint), *operator, *args]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env,
-                                        start_new_session=True, text=True)
-        self.stdout_lines: list[str] = []
-        self._ready = threading.Event()
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        self.url = ""
-        self.context: ssl.SSLContext | None = None
-
-    def _read_stdout(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.stdout_lines.append(line)
-            if "listening on" in line:
-                self._ready.set()
-
-    def wait_ready(self, timeout_s: float = 90) -> "Server":
-        deadline = time.monotonic() + timeout_s
-        while not self._ready.wait(0.2):
-            if self.process.poll() is not None:
-                raise AssertionError(f"the server exited with {self.process.returncode}: {self.output()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the server did not start within {timeout_s:.0f} s: {self.output()}")
-        line = next(l for l in self.stdout_lines if "listening on" in l)
-        self.url = line.split("listening on", 1)[1].strip()
-        return self
-
-    def exit_code(self, timeout_s: float = 90) -> int:
-        return self.process.wait(timeout=timeout_s)
-
-    def output(self) -> str:
-        if not self._stderr.closed:
-            self._stderr.flush()
-        return "".join(self.stdout_lines) + self.stderr_path.read_text()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=30)
-        if not self._stderr.closed:
-            self._stderr.close()
-
-    # ---- HTTP ----------------------------------------------------------------------------------
-
-    def connection(self) -> http.client.HTTPConnection:
-        host_port = self.url.split("://", 1)[1]
-        host, port = host_port.rsplit(":", 1)
-        if self.url.startswith("https"):
-            return http.client.HTTPSConnection(host, int(port), timeout=30, context=self.context)
-        return http.client.HTTPConnection(host, int(port), timeout=30)
-
-    def request(self, method: str, path: str, body: bytes | str | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
-        connection = self.connection()
-        try:
-            connection.request(method, path, body=body, headers=headers or {})
-            response = connection.getresponse()
-            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode("utf-8")
-        finally:
-            connection.close()
-
-    def query(self, query: dict[str, Any], headers: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:
-        status, _, body = self.request("POST", "/v1/query", json.dumps({"query": query, **fields}), headers)
-        assert status == 200, f"{query}: HTTP {status}: {body}"
-        return json.loads(body)
-
-    def health(self) -> tuple[int, dict[str, Any]]:
-        status, _, body = self.request("GET", "/health")
-        return status, json.loads(body)
 
 
 @pytest.fixture
@@ -360,6 +272,21 @@ def test_https_with_a_pkcs12_keystore_and_a_token_file(servers, stopped_checkpoi
     assert TOKEN not in server.output() and password not in server.output()
 
 
+def test_a_key_sent_by_column_name_finds_the_same_row_and_named_rows_answer_by_column_name(
+        servers, stopped_checkpoint):
+    server = servers(stopped_checkpoint, "--port", "0")
+    by_position = [r for r in server.query({"type": "key", "key": [3]})["partitions"] if r["result"] is not None]
+    by_name = [r for r in server.query({"type": "key", "key": {"k": 3}}, namedRows=True)["partitions"]
+               if r["result"] is not None]
+    assert len(by_position) == 1 and [r["partition"] for r in by_name] == [by_position[0]["partition"]], by_name
+    assert by_name[0]["result"] == dict(zip(["count", "sum", "max"], by_position[0]["result"])), by_name
+    response = server.query({"type": "range", "lower": {"k": 2}, "upper": {"k": 4}, "limit": 10}, namedRows=True)
+    rows = [(row, r["position"]["batchId"]) for r in response["partitions"] for row in r["result"]["rows"]]
+    assert sorted(row["key"]["k"] for row, _ in rows) == [2, 3, 4], response
+    for row, batch in rows:
+        check_counter(tuple(row["value"][c] for c in ("count", "sum", "max")), row["key"]["k"], batch, "a named range")
+
+
 # ------------------------------------------------------------------------------------------------
 # Malformed requests and limits
 
@@ -375,6 +302,8 @@ def test_malformed_requests_get_a_clear_4xx_and_the_server_keeps_answering(serve
         ("no query", "POST", "/v1/query", "{}", 400, "TXSTATE_QUERY_BAD_REQUEST", "'query'"),
         ("wrong key shape", "POST", "/v1/query", json.dumps({"query": {"type": "key", "key": ["x", 2]}}), 400,
          "TXSTATE_QUERY_BAD_KEY", "struct<k:bigint>"),
+        ("key column by a wrong name", "POST", "/v1/query", json.dumps({"query": {"type": "key", "key": {"key": 2}}}),
+         400, "TXSTATE_QUERY_BAD_KEY", "has no column 'key' and is missing 'k'; struct<k:bigint> has the columns k"),
         ("unknown query type", "POST", "/v1/query", json.dumps({"query": {"type": "everything"}}), 400,
          "TXSTATE_SERVE_UNKNOWN_QUERY_TYPE", "'everything'"),
         ("query type not a string", "POST", "/v1/query", json.dumps({"query": {"type": 7}}), 400,

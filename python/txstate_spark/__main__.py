@@ -19,7 +19,7 @@ from txstate_spark import cli_settings
 from txstate_spark._version import __version__
 from txstate_spark.errors import TxStateCheckpointError, TxStateError, TxStateMigrationError, TxStateSettingError
 from txstate_spark.inspect_cli import add_inspect, run_inspect
-from txstate_spark.jar import SCALA_VERSIONS, explain_jar_choice, jar_path, supported_lines
+from txstate_spark.jar import SCALA_VERSIONS, explain_jar_choice, jar_path, scala_argument, supported_lines
 from txstate_spark.migration import DEFAULT_ACTIVE_WINDOW_SECONDS, DESTINATIONS
 from txstate_spark.serve_cli import add_serve, run_serve
 from txstate_spark.settings import KNOWN_SETTINGS
@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
         )
         command.add_argument(
             "--scala",
-            choices=SCALA_VERSIONS,
+            type=scala_argument,
+            metavar="{" + ",".join(SCALA_VERSIONS) + "}",
             help="the Scala version of that Spark, where a line has jars for two (Spark 3.5); default: "
             "that Spark's own (its spark-core_<scala> jar)",
         )

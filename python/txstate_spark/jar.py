@@ -7,10 +7,11 @@ the installed pyspark, and so does the Scala version where a line has jars for t
 2.12, what pyspark ships, and 2.13).
 """
 
+import difflib
 import os
 import re
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from txstate_spark._version import __version__
 from txstate_spark.constants import JAR_ENV_VAR
@@ -55,6 +56,71 @@ def supported_lines() -> "list[str]":
     return list(bundled_jars())
 
 
+def _line_key(line: str) -> Tuple[int, int]:
+    major, minor = line.split(".")
+    return int(major), int(minor)
+
+
+def closest_line(line: str, lines: Iterable[str]) -> Optional[str]:
+    """The Spark line of ``lines`` nearest ``line`` (``"4.3"`` for ``"4.4"`` or ``"5.0"``, ``"3.5"`` for
+    ``"3.4"``): the newest line below it or the oldest above it, the one of the same major version when
+    only one is, else the one fewer minor versions away (the older on a tie); None if ``lines`` is empty."""
+    ordered = sorted(set(lines), key=_line_key)
+    if line in ordered or not ordered:
+        return line if ordered else None
+    want = _line_key(line)
+    below = [other for other in ordered if _line_key(other) < want][-1:]
+    above = [other for other in ordered if _line_key(other) > want][:1]
+    neighbours = below + above
+    same_major = [other for other in neighbours if _line_key(other)[0] == want[0]]
+    if not same_major:
+        return neighbours[0]
+    return min(same_major, key=lambda other: abs(_line_key(other)[1] - want[1]))
+
+
+def closest_scala(scala: str, versions: Iterable[str]) -> Optional[str]:
+    """The Scala version of ``versions`` nearest ``scala`` (``"2.12"`` for ``"2.11"``, ``"2.13"`` for
+    ``"3.3"``; the newer on a tie or when ``scala`` is no version); None if ``versions`` is empty."""
+    match = re.match(r"^(\d+)\.(\d+)", scala.strip())
+    want = (int(match.group(1)), int(match.group(2))) if match else (99, 99)
+    def distance(version: str) -> Tuple[int, int]:
+        major, minor = _line_key(version)
+        return abs(major - want[0]), abs(minor - want[1]) if major == want[0] else -minor
+
+    return min(sorted(set(versions), key=_line_key, reverse=True), key=distance, default=None)
+
+
+def describe_jars(jars: Iterable[Tuple[str, str]]) -> str:
+    """The Spark lines of jars given as (line, Scala version), oldest first, each line's Scala versions
+    named where they are not just 2.13: ``3.5 (Scala 2.12, 2.13), 4.0, 4.1``."""
+    scalas: Dict[str, List[str]] = {}
+    for line, scala in jars:
+        scalas.setdefault(line, []).append(scala)
+    return ", ".join(line if scalas[line] == ["2.13"] else f"{line} (Scala {', '.join(sorted(scalas[line]))})"
+                     for line in sorted(scalas, key=_line_key))
+
+
+def scala_argument(value: str) -> str:
+    """``--scala``'s type: a Scala version txstate-spark builds jars for (argparse exits 2 on another)."""
+    import argparse
+
+    try:
+        return _checked_scala(value)
+    except TxStateUnsupportedSparkError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _checked_scala(scala: str) -> str:
+    if scala in SCALA_VERSIONS:
+        return scala
+    closest = closest_scala(scala, SCALA_VERSIONS)
+    bundled = _bundled()
+    has = f"; this package has jars for Spark {describe_jars(bundled)}" if bundled else ""
+    raise TxStateUnsupportedSparkError(
+        f"no jar for Scala {scala!r}: txstate-spark builds jars for Scala {', '.join(SCALA_VERSIONS)}{has}; "
+        f"the closest is {closest} (--scala {closest}, jar_path(scala=\"{closest}\")).")
+
+
 def jar_path(spark: Optional[str] = None, scala: Optional[str] = None) -> str:
     """Return the absolute path of the txstate-spark jar for the Spark that will run it.
 
@@ -81,9 +147,8 @@ def explain_jar_choice(spark: Optional[str] = None, scala: Optional[str] = None)
 
 def _choose_jar(spark: Optional[str], scala: Optional[str]) -> Tuple[str, str]:
     """The jar for the Spark that will run, and the reason for it."""
-    if scala is not None and scala not in SCALA_VERSIONS:
-        raise TxStateUnsupportedSparkError(
-            f"Scala {scala!r} is not one txstate-spark builds for; use one of {', '.join(SCALA_VERSIONS)}.")
+    if scala is not None:
+        _checked_scala(scala)
     wanted = SparkVersion(spark, "requested") if spark else detect_spark()
     from_env = os.environ.get(JAR_ENV_VAR, "").strip()
     if from_env:
@@ -100,14 +165,15 @@ def _choose_jar(spark: Optional[str], scala: Optional[str]) -> Tuple[str, str]:
         raise TxStateUnsupportedSparkError(
             "Cannot tell which Spark will run: $SPARK_HOME is not set and pyspark is not installed. "
             f"Name the Spark line: jar_path(spark=\"4.1\") or --spark 4.1 (this wheel has jars for "
-            f"Spark {', '.join(bundled)})."
+            f"Spark {describe_jars(_bundled())})."
         )
     candidates: Dict[str, Path] = {s: jar for (line, s), jar in _bundled().items() if line == wanted.line}
     if not candidates:
+        closest = closest_line(wanted.line, (line for line, _ in _bundled()))
         raise TxStateUnsupportedSparkError(
-            f"txstate-spark {__version__} has no jar for Spark {wanted.version} ({wanted.source}): it "
-            f"supports Spark {', '.join(bundled)}. Run it on one of those, or pick one explicitly "
-            "with --spark / jar_path(spark=...)."
+            f"no jar for Spark {wanted.version} ({wanted.source}): txstate-spark {__version__} has jars for "
+            f"Spark {describe_jars(_bundled())}; the closest is {closest}. Run on one of those Spark lines, or "
+            f"pick one explicitly: --spark {closest}, jar_path(spark=\"{closest}\")."
         )
     chosen_scala = scala or wanted.scala
     if chosen_scala is None and len(candidates) > 1:
@@ -119,23 +185,58 @@ def _choose_jar(spark: Optional[str], scala: Optional[str]) -> Tuple[str, str]:
     chosen_scala = chosen_scala or next(iter(candidates))
     jar = candidates.get(chosen_scala)
     if jar is None:
+        closest = closest_scala(chosen_scala, candidates)
         raise TxStateUnsupportedSparkError(
             f"txstate-spark {__version__} has no jar for Spark {wanted.line} on Scala {chosen_scala} "
-            f"({wanted.source}): it has Scala {', '.join(sorted(candidates))} for that line."
+            f"({wanted.source}): it has Scala {', '.join(sorted(candidates))} for that line; the closest is "
+            f"Scala {closest} (--scala {closest}). Its jars: Spark {describe_jars(_bundled())}."
         )
     scala_source = "as asked" if scala else ("that Spark's" if wanted.scala else "the only one built for that line")
     return str(jar), (f"Spark {wanted.version} ({wanted.source}) with Scala {chosen_scala} ({scala_source}): "
                       f"{jar.name}, bundled in this package.")
 
 
+def _jars_beside(path: Path) -> Dict[Path, Tuple[str, str]]:
+    """The txstate-spark jars (any version) in the directory of ``path``, with their (line, Scala)."""
+    if not path.parent.is_dir():
+        return {}
+    found = {jar: _JAR_NAME.match(jar.name) for jar in sorted(path.parent.iterdir())}
+    return {jar: (match.group(1), match.group(2)) for jar, match in found.items() if match}
+
+
+def _closest_jar(path: Path, jars: Dict[Path, Tuple[str, str]], wanted: Optional[SparkVersion]) -> Path:
+    """The jar of ``jars`` most likely meant instead of ``path``: this version's jar for the Spark that
+    will run when there is one, else the one whose name is most like ``path``'s."""
+    if wanted is not None:
+        for jar, (line, scala) in jars.items():
+            if line == wanted.line and scala == (wanted.scala or scala) and jar.name.endswith(f"-{__version__}.jar"):
+                return jar
+    names = [jar.name for jar in jars]
+    return path.parent / difflib.get_close_matches(path.name, names, n=1, cutoff=0)[0]
+
+
+def _missing_env_jar(value: str, path: Path, wanted: Optional[SparkVersion]) -> TxStateJarNotFoundError:
+    jars = _jars_beside(path)
+    if not path.parent.is_dir():
+        beside = f" (nor does its directory {path.parent})"
+    elif not jars:
+        beside = f"; {path.parent} holds no txstate-spark jar"
+    else:
+        beside = (f"; {path.parent} holds {', '.join(jar.name for jar in jars)}; the closest is "
+                  f"{_closest_jar(path, jars, wanted).name}")
+    bundled = _bundled()
+    unset = (f"unset ${JAR_ENV_VAR} to use the jars bundled in this package (Spark {describe_jars(bundled)})"
+             if bundled else f"unset ${JAR_ENV_VAR} to use the jar bundled in the txstate-spark wheel")
+    return TxStateJarNotFoundError(
+        f"${JAR_ENV_VAR} is set to {value!r}, but no such file exists{beside}. Build it with `make jar`, point "
+        f"${JAR_ENV_VAR} at an existing jar, or {unset}."
+    )
+
+
 def _jar_from_env(value: str, wanted: Optional[SparkVersion]) -> str:
     path = Path(value).expanduser()
     if not path.is_file():
-        raise TxStateJarNotFoundError(
-            f"${JAR_ENV_VAR} is set to {value!r}, but no such file exists. Build it with `make jar`, "
-            f"point ${JAR_ENV_VAR} at an existing jar, or unset ${JAR_ENV_VAR} to use the jar "
-            "bundled in the txstate-spark wheel."
-        )
+        raise _missing_env_jar(value, path, wanted)
     match = _JAR_NAME.match(path.name)
     if match and wanted is not None and wanted.scala is not None and match.group(1) == wanted.line \
             and match.group(2) != wanted.scala:
@@ -145,11 +246,24 @@ def _jar_from_env(value: str, wanted: Optional[SparkVersion]) -> str:
             f"{jar_file_name(wanted.line, wanted.scala)}, or unset it to use the bundled jar."
         )
     if match and wanted is not None and match.group(1) != wanted.line:
-        right_jar = jar_file_name(wanted.line, wanted.scala or "2.13")
         raise TxStateUnsupportedSparkError(
             f"${JAR_ENV_VAR}={value} is built for Spark {match.group(1)}, but Spark {wanted.version} "
-            f"({wanted.source}) will run it. Point ${JAR_ENV_VAR} at {right_jar} "
-            f"(`make jar SPARK={wanted.line}`), or unset it to use the bundled jar."
+            f"({wanted.source}) will run it. {_jar_for_line(path, wanted)}"
         )
     return str(path.resolve())
 
+
+def _jar_for_line(path: Path, wanted: SparkVersion) -> str:
+    """What to do when ``path`` is a jar of another Spark line: point at the right one, or build it,
+    or, when neither its directory nor this package has a jar for that line, pick the closest line."""
+    right_jar = jar_file_name(wanted.line, wanted.scala or "2.13")
+    known = {*_jars_beside(path).values(), *_bundled()}
+    if (path.parent / right_jar).is_file():
+        return f"Point ${JAR_ENV_VAR} at {path.parent / right_jar}, or unset it to use the bundled jar."
+    if wanted.line in {line for line, _ in known}:
+        return (f"Point ${JAR_ENV_VAR} at {right_jar} (`make jar SPARK={wanted.line}`), or unset it to use "
+                "the bundled jar.")
+    closest = closest_line(wanted.line, (line for line, _ in known))
+    return (f"There is no jar for Spark {wanted.line}: {path.parent} and this package have jars for Spark "
+            f"{describe_jars(known)}; the closest is {closest}. Run on one of those Spark lines, or name one: "
+            f"--spark {closest}, jar_path(spark=\"{closest}\").")

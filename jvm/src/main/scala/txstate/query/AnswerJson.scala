@@ -78,11 +78,14 @@ private[txstate] object AnswerJson {
     out
   }
 
-  /** The response; `timestamped`: each row with when it was last written, a looked-up value as an object. */
+  /**
+   * The response; `timestamped`: each row with when it was last written, a looked-up value as an
+   * object; `namedRows`: keys and values as objects by column name, not arrays in schema order.
+   */
   def result(result: StateQueryResult, query: StateQuery, keySchema: StructType, valueSchema: StructType,
-      timestamped: Boolean): ObjectNode = {
+      timestamped: Boolean, namedRows: Boolean = false): ObjectNode = {
     def value(r: Option[StoredRow]): JsonNode = r.fold[JsonNode](nodes.nullNode()) { row =>
-      val written = InternalJson.writeRow(row.value, valueSchema)
+      val written = InternalJson.writeRow(row.value, valueSchema, namedRows)
       if (!timestamped) written
       else {
         val stamped = nodes.objectNode()
@@ -109,8 +112,8 @@ private[txstate] object AnswerJson {
           val array = page.putArray("rows")
           rows.foreach { r =>
             val row = array.addObject()
-            row.set[JsonNode]("key", InternalJson.writeRow(r.key, keySchema))
-            row.set[JsonNode]("value", InternalJson.writeRow(r.value, valueSchema))
+            row.set[JsonNode]("key", InternalJson.writeRow(r.key, keySchema, namedRows))
+            row.set[JsonNode]("value", InternalJson.writeRow(r.value, valueSchema, namedRows))
             if (timestamped) stamp(row, r.written)
           }
           // This partition's own continuation: its next page alone.

@@ -3,7 +3,7 @@ package txstate.query
 import java.util.Base64
 
 import com.fasterxml.jackson.databind.JsonNode
-import com.fasterxml.jackson.databind.node.{ArrayNode, JsonNodeFactory, ObjectNode}
+import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.catalyst.util.{ArrayBasedMapData, ArrayData, GenericArrayData, MapData}
@@ -14,23 +14,55 @@ import txstate.compat.ScalaLibrary.CollectionConverters._
 
 /**
  * Spark's internal values <-> JSON, as docs/query-protocol.md specifies: what crosses py4j between
- * `txstate_spark.query` and [[ProtocolCalls]]. Rows are arrays in schema order.
+ * `txstate_spark.query` and [[ProtocolCalls]]. A row (and a struct inside one) is read from an array
+ * in schema order or from an object naming each column once; it is written as an array, or, for a
+ * request that asks for named rows, as an object by column name.
  */
 private[query] object InternalJson {
   private val nodes = JsonNodeFactory.instance
 
   def readRow(node: JsonNode, schema: StructType, what: String): InternalRow = {
+    if (node != null && node.isObject) return readNamedRow(node, schema, what)
     if (node == null || !node.isArray || node.size != schema.length) {
-      throw bad(what, s"expected an array of ${schema.length} values for ${schema.simpleString}, got $node")
+      throw bad(what, s"expected an array of ${schema.length} values for ${schema.simpleString} (or an object " +
+        s"naming ${columnList(schema)}), got $node")
     }
     new GenericInternalRow(schema.fields.zipWithIndex.map { case (f, i) => read(node.get(i), f.dataType, s"$what.${f.name}") })
   }
 
-  def writeRow(row: InternalRow, schema: StructType): ArrayNode = {
-    val out = nodes.arrayNode()
-    schema.fields.zipWithIndex.foreach { case (f, i) => out.add(write(if (row.isNullAt(i)) null else row.get(i, f.dataType), f.dataType)) }
-    out
+  /** `{"user": "u1", "day": 3}`: every column by its name, once; an unknown or a missing name is refused naming them all. */
+  private def readNamedRow(node: JsonNode, schema: StructType, what: String): InternalRow = {
+    val names = node.fieldNames().asScala.toList
+    val unknown = names.filterNot(schema.fieldNames.contains)
+    val missing = schema.fieldNames.filterNot(names.contains).toList
+    if (unknown.nonEmpty || missing.nonEmpty) {
+      val found = (if (unknown.isEmpty) Nil else Seq(s"has no column ${quoted(unknown)}")) ++
+        (if (missing.isEmpty) Nil else Seq(s"is missing ${quoted(missing)}"))
+      throw bad(what, s"${found.mkString(" and ")}; ${schema.simpleString} has the columns ${columnList(schema)}: " +
+        s"name each of them once (e.g. ${example(schema)}), or send an array of ${schema.length} values in that order")
+    }
+    new GenericInternalRow(schema.fields.map(f => read(node.get(f.name), f.dataType, s"$what.${f.name}")))
   }
+
+  private def quoted(names: Seq[String]): String = names.map(n => s"'$n'").mkString(", ")
+  private def columnList(schema: StructType): String = schema.fieldNames.mkString(", ")
+  private def example(schema: StructType): String = schema.fieldNames.map(n => s""""$n": ...""").mkString("{", ", ", "}")
+
+  /** The row as an array in schema order; `named`: as an object by column name (structs inside it too). */
+  def writeRow(row: InternalRow, schema: StructType, named: Boolean = false): JsonNode =
+    if (named) {
+      val out = nodes.objectNode()
+      schema.fields.zipWithIndex.foreach { case (f, i) =>
+        out.set[JsonNode](f.name, write(if (row.isNullAt(i)) null else row.get(i, f.dataType), f.dataType, named))
+      }
+      out
+    } else {
+      val out = nodes.arrayNode()
+      schema.fields.zipWithIndex.foreach { case (f, i) =>
+        out.add(write(if (row.isNullAt(i)) null else row.get(i, f.dataType), f.dataType, named))
+      }
+      out
+    }
 
   private def read(node: JsonNode, dataType: DataType, what: String): Any = {
     if (node == null || node.isNull) return null
@@ -73,7 +105,7 @@ private[query] object InternalJson {
     }
     else throw bad(what, s"expected ${dataType.simpleString}, got $node")
 
-  private def write(value: Any, dataType: DataType): JsonNode = if (value == null) nodes.nullNode() else dataType match {
+  private def write(value: Any, dataType: DataType, named: Boolean): JsonNode = if (value == null) nodes.nullNode() else dataType match {
     case BooleanType => nodes.booleanNode(value.asInstanceOf[Boolean])
     case ByteType => nodes.numberNode(value.asInstanceOf[Byte].toInt)
     case ShortType => nodes.numberNode(value.asInstanceOf[Short].toInt)
@@ -84,17 +116,18 @@ private[query] object InternalJson {
     case _: StringType => nodes.textNode(value.toString)
     case BinaryType => nodes.textNode(Base64.getEncoder.encodeToString(value.asInstanceOf[Array[Byte]]))
     case _: DecimalType => nodes.textNode(value.asInstanceOf[Decimal].toJavaBigDecimal.toPlainString)
-    case s: StructType => writeRow(value.asInstanceOf[InternalRow], s)
+    case s: StructType => writeRow(value.asInstanceOf[InternalRow], s, named)
     case ArrayType(element, _) =>
       val array = value.asInstanceOf[ArrayData]
       val out = nodes.arrayNode()
-      (0 until array.numElements()).foreach(i => out.add(write(if (array.isNullAt(i)) null else array.get(i, element), element)))
+      (0 until array.numElements()).foreach(i => out.add(write(if (array.isNullAt(i)) null else array.get(i, element),
+        element, named)))
       out
     case MapType(k, v, _) =>
       val map = value.asInstanceOf[MapData]
       val out: ObjectNode = nodes.objectNode()
-      out.set[JsonNode]("keys", write(map.keyArray(), ArrayType(k)))
-      out.set[JsonNode]("values", write(map.valueArray(), ArrayType(v)))
+      out.set[JsonNode]("keys", write(map.keyArray(), ArrayType(k), named))
+      out.set[JsonNode]("values", write(map.valueArray(), ArrayType(v), named))
       out
     case NullType => nodes.nullNode()
     case other => nodes.textNode(String.valueOf(value)) // shown, not round-tripped: no Python type for it

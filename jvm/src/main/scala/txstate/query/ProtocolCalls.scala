@@ -72,7 +72,7 @@ object ProtocolCalls {
   private def executeOn(spark: SparkSession, json: JsonNode, store: StoreReference, schema: StoreSchema): String = {
     val request = RequestJson.request(json, store, schema)
     AnswerJson.render(AnswerJson.result(StateQueryExecutor.execute(spark, request), request.query, schema.keySchema,
-      schema.valueSchema, request.timestamped))
+      schema.valueSchema, request.timestamped, RequestJson.namedRows(json)))
   }
 
   /**

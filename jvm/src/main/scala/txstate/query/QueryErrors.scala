@@ -13,6 +13,13 @@ private[txstate] object QueryErrors {
     invalid("TXSTATE_QUERY_BAD_KEY",
       s"a prefix has 1 to $maxColumns leading key columns of $keySchema, got $columns")
 
+  def badNamedPrefix(names: Seq[String], keyColumns: Seq[String]): IllegalArgumentException = {
+    val leading = (1 to keyColumns.length).map(n => keyColumns.take(n).mkString("{", ", ", "}"))
+    invalid("TXSTATE_QUERY_BAD_KEY", s"prefix: a prefix object names the leading key columns, one of " +
+      s"${leading.mkString(" ")}, got ${names.mkString("{", ", ", "}")}: name the first columns of the key " +
+      s"(${keyColumns.mkString(", ")}), or send an array of them in that order")
+  }
+
   def badLimit(limit: Int, max: Int): IllegalArgumentException =
     invalid("TXSTATE_QUERY_BAD_LIMIT", s"page limit must be between 1 and $max, got $limit")
 

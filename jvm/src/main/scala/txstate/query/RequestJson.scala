@@ -13,8 +13,9 @@ import txstate.spark.StoreSchema
 
 /**
  * Reading the query protocol's requests (docs/query-protocol.md, "Request"): JSON into typed
- * requests, queries, position bounds and partition lists. Every malformed field fails with
- * `TXSTATE_QUERY_BAD_REQUEST` naming the field and what it must be.
+ * requests, queries, position bounds and partition lists; keys are arrays in schema order or objects
+ * by column name ([[InternalJson]]). Every malformed field fails with `TXSTATE_QUERY_BAD_REQUEST`
+ * naming the field and what it must be.
  */
 private[txstate] object RequestJson {
   private val mapper = new ObjectMapper()
@@ -80,11 +81,15 @@ private[txstate] object RequestJson {
         MultiKeyQuery(keys.elements().asScala.zipWithIndex.map { case (k, i) => row(k, keySchema, s"keys[$i]") }.toList)
       case "range" => RangeQuery(optRow("lower"), optRow("upper"), flag(node, "descending"), limit, continuation, changedSince)
       case "prefix" =>
-        val prefix = Option(node.get("prefix")).filter(_.isArray).getOrElse(throw badRequest("'prefix' must be an array"))
+        val prefix = Option(node.get("prefix")).filter(p => p.isArray || p.isObject)
+          .getOrElse(throw badRequest("'prefix' must be an array"))
         val columns = prefix.size
         if (columns < 1 || columns > keySchema.length) throw QueryErrors.badPrefix(columns, keySchema.simpleString, keySchema.length)
-        PrefixQuery(row(prefix, StructType(keySchema.fields.take(columns)), "prefix"), columns, limit, continuation,
-          changedSince)
+        val leading = StructType(keySchema.fields.take(columns))
+        if (prefix.isObject && prefix.fieldNames().asScala.toSet != leading.fieldNames.toSet) {
+          throw QueryErrors.badNamedPrefix(prefix.fieldNames().asScala.toList, keySchema.fieldNames.toList)
+        }
+        PrefixQuery(row(prefix, leading, "prefix"), columns, limit, continuation, changedSince)
       case "scan" => ScanQuery(limit, continuation, changedSince)
       case other => UnknownQuery(other)
     }
@@ -123,6 +128,9 @@ private[txstate] object RequestJson {
       .getOrElse(throw badRequest(s"'$field' must be $expected, got ${Option(node).fold("nothing")(_.toString)}"))
 
   private def flag(node: JsonNode, field: String): Boolean = Option(node.get(field)).exists(_.asBoolean)
+
+  /** `"namedRows": true`: the answer's rows are objects by column name, not arrays in schema order. */
+  def namedRows(json: JsonNode): Boolean = flag(json, "namedRows")
 
   def badRequest(why: String): IllegalArgumentException = QueryErrors.badRequest(why)
 }

@@ -26,8 +26,9 @@ final class AnswerJsonTest extends AnyFunSuite with ProviderFixture {
     StoredRow(key(user, day), value(n), written)
 
   private def json(node: JsonNode): JsonNode = mapper.readTree(AnswerJson.render(node))
-  private def answer(result: StateQueryResult, query: StateQuery, timestamped: Boolean = false): JsonNode =
-    json(AnswerJson.result(result, query, keySchema, valueSchema, timestamped))
+  private def answer(result: StateQueryResult, query: StateQuery, timestamped: Boolean = false,
+      namedRows: Boolean = false): JsonNode =
+    json(AnswerJson.result(result, query, keySchema, valueSchema, timestamped, namedRows))
   private def partition(answer: JsonNode, p: Int): JsonNode =
     answer.get("partitions").elements().asScala.find(_.get("partition").asInt == p).get
 
@@ -119,5 +120,22 @@ final class AnswerJsonTest extends AnyFunSuite with ProviderFixture {
     assert(partition(a, 2).get("result").get("continuation").isNull)
     assert(partition(a, 2).get("result").get("rows").get(0).get("lastWrittenBatch").isNull)
     assert(a.get("continuation").asText == everyPartition)
+  }
+
+  test("with namedRows every key and value is an object by column name; without it, arrays as before") {
+    val page = RawAnswer.Page(Seq(row("a", 1, 7)), None)
+    val found = RawAnswer.Values(Seq(Some(row("a", 1, 7)), None), single = false)
+    val rows = answer(result(page, page), ScanQuery(2, None, None), namedRows = true)
+    assert(partition(rows, 1).get("result").get("rows").toString == """[{"key":{"user":"a","day":1},"value":{"n":7}}]""")
+    assert(partition(answer(result(page, page), ScanQuery(2, None, None)), 1).get("result").get("rows").toString ==
+      """[{"key":["a",1],"value":[7]}]""")
+    val values = answer(result(found, found), MultiKeyQuery(Nil), namedRows = true)
+    assert(partition(values, 2).get("result").toString == """[{"n":7},null]""")
+    val stamped = answer(result(found, found), MultiKeyQuery(Nil), timestamped = true, namedRows = true)
+    assert(partition(stamped, 2).get("result").get(0).toString ==
+      """{"value":{"n":7},"lastWrittenBatch":4,"lastWrittenMs":1795000000000}""")
+    val one = RawAnswer.Values(Seq(Some(row("a", 1, 7))), single = true)
+    assert(partition(answer(result(one, one), KeyQuery(key("a", 1)), namedRows = true), 1).get("result").toString ==
+      """{"n":7}""")
   }
 }

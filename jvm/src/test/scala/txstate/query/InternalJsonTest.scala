@@ -7,6 +7,8 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.compat.ScalaLibrary.CollectionConverters._
+
 /** The JSON form of internal values that crosses py4j (docs/query-protocol.md). */
 final class InternalJsonTest extends AnyFunSuite {
   private val schema = new StructType()
@@ -34,6 +36,19 @@ final class InternalJsonTest extends AnyFunSuite {
       case ((a: Double, b: Double), _) if a.isNaN => assert(b.isNaN)
       case ((a, b), name) => assert(a == b, s"column $name")
     }
+  }
+
+  test("named rows: every column by its name, structs inside them too, and back") {
+    val internal = CatalystTypeConverters.createToCatalystConverter(schema)(row).asInstanceOf[InternalRow]
+    val named = InternalJson.writeRow(internal, schema, named = true)
+    assert(named.isObject && named.fieldNames().asScala.toSeq == schema.fieldNames.toSeq)
+    assert(named.get("struct").fieldNames().asScala.toSeq == Seq("start", "end"))
+    assert(named.get("map").fieldNames().asScala.toSeq == Seq("keys", "values") && named.get("nothing").isNull)
+    val positional = InternalJson.writeRow(internal, schema)
+    assert(positional.isArray && positional.get(0).asBoolean && positional.get(13).isArray)
+    val json = new ObjectMapper().writeValueAsString(named)
+    val back = InternalJson.readRow(new ObjectMapper().readTree(json), schema, "row")
+    assert(new ObjectMapper().writeValueAsString(InternalJson.writeRow(back, schema, named = true)) == json)
   }
 
   test("a value of the wrong type names the column") {

@@ -86,6 +86,45 @@ final class RequestJsonTest extends AnyFunSuite with ProviderFixture {
     }
   }
 
+  test("a key may name its columns: an object is read as the array in schema order would be, in any order") {
+    assert(query("""{"type": "key", "key": {"day": 3, "user": "ann"}}""") == KeyQuery(key("ann", 3)))
+    assert(query("""{"type": "multiKey", "keys": [{"user": "b", "day": 1}, ["a", 2]]}""") ==
+      MultiKeyQuery(Seq(key("b", 1), key("a", 2))))
+    assert(query("""{"type": "range", "lower": {"user": "a", "day": 0}, "upper": null}""") ==
+      RangeQuery(Some(key("a", 0)), None, descending = false, PagedQuery.defaultLimit, None, None))
+    assert(query("""{"type": "prefix", "prefix": {"user": "ann"}}""") == PrefixQuery(user("ann"), 1, PagedQuery.defaultLimit, None, None))
+    assert(query("""{"type": "prefix", "prefix": {"day": 3, "user": "ann"}}""") ==
+      PrefixQuery(key("ann", 3), 2, PagedQuery.defaultLimit, None, None))
+  }
+
+  test("a key object with an unknown or a missing column is refused naming every column of the key") {
+    val columns = "struct<user:string,day:int> has the columns user, day: name each of them once " +
+      """(e.g. {"user": ..., "day": ...}), or send an array of 2 values in that order"""
+    assert(refusedQuery("""{"type": "key", "key": {"usr": "ann", "day": 3}}""", "TXSTATE_QUERY_BAD_KEY") ==
+      s"key: has no column 'usr' and is missing 'user'; $columns")
+    assert(refusedQuery("""{"type": "key", "key": {"user": "ann"}}""", "TXSTATE_QUERY_BAD_KEY") ==
+      s"key: is missing 'day'; $columns")
+    assert(refusedQuery("""{"type": "multiKey", "keys": [["a", 1], {"user": "b", "day": 1, "hour": 2}]}""",
+      "TXSTATE_QUERY_BAD_KEY") == s"keys[1]: has no column 'hour'; $columns")
+    assert(refusedQuery("""{"type": "key", "key": {"user": "ann", "day": "3"}}""", "TXSTATE_QUERY_BAD_KEY")
+      .startsWith("key.day: expected int"))
+    assert(refusedQuery("""{"type": "key", "key": "ann"}""", "TXSTATE_QUERY_BAD_KEY") ==
+      "key: expected an array of 2 values for struct<user:string,day:int> (or an object naming user, day), got \"ann\"")
+  }
+
+  test("a prefix object names the leading key columns; other columns are refused naming the ones it may name") {
+    assert(refusedQuery("""{"type": "prefix", "prefix": {"day": 3}}""", "TXSTATE_QUERY_BAD_KEY") ==
+      "prefix: a prefix object names the leading key columns, one of {user} {user, day}, got {day}: name the " +
+        "first columns of the key (user, day), or send an array of them in that order")
+    assert(refusedQuery("""{"type": "prefix", "prefix": {}}""", "TXSTATE_QUERY_BAD_KEY").endsWith("got 0"))
+  }
+
+  test("named rows are asked for with namedRows; a request without it gets arrays, as before") {
+    def named(json: String) = RequestJson.namedRows(RequestJson.parse(json))
+    assert(named("""{"query": {"type": "scan"}, "namedRows": true}"""))
+    assert(!named("""{"query": {"type": "scan"}}""") && !named("""{"query": {"type": "scan"}, "namedRows": false}"""))
+  }
+
   test("an unknown query type is read as such, for every partition to answer UNKNOWN_QUERY_TYPE") {
     assert(query("""{"type": "window", "size": 3}""") == UnknownQuery("window"))
   }

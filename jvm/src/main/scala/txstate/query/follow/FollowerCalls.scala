@@ -26,6 +26,6 @@ object FollowerCalls {
     val d = follower.description
     val request = RequestJson.request(json, StoreReference(d.checkpoint, None, d.operatorId.toString, d.storeName), d.schema)
     AnswerJson.render(AnswerJson.result(FollowerQueries.execute(follower, request, hadoopConf), request.query,
-      d.schema.keySchema, d.schema.valueSchema, request.timestamped))
+      d.schema.keySchema, d.schema.valueSchema, request.timestamped, RequestJson.namedRows(json)))
   }
 }
