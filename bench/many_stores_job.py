@@ -11,42 +11,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 from bench_common import PROVIDER_CLASS_CONF
-from jobs.bounded_memory_job import RssMonitor  # tests/, put on sys.path by bench_common
-from harness import streaming_harness
+from jobs.bounded_memory_job import RssMonitor, build_session  # tests/, put on sys.path by bench_common
 from streaming_workloads import WORKLOADS
 
 EXECUTOR_HEAP = "2g"
 QUERY_TIMEOUT_S = 1200
 
 
-def build_session(partitions: int, confs: dict[str, str]):
-    import pyspark
-
-    # Executors of a standalone cluster are launched from $SPARK_HOME: the pip package is one.
-    os.environ.setdefault("SPARK_HOME", os.path.dirname(os.path.realpath(pyspark.__file__)))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.master("local-cluster[1,2,2048]").appName("txstate-many-stores")
-    settings = {
-        **streaming_harness.spark_settings(streaming_harness.plugin_jar()),
-        "spark.executor.memory": EXECUTOR_HEAP,
-        "spark.driver.memory": "2g",
-        "spark.sql.shuffle.partitions": str(partitions),
-        "spark.ui.showConsoleProgress": "false",
-        **confs,
-    }
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
+def session(partitions: int, confs: dict[str, str]):
+    """The bounded-memory job's session (the plugin jar, executor metrics), on one executor of 2 cores."""
+    settings = {"spark.executor.memory": EXECUTOR_HEAP, "spark.driver.memory": "2g",
+                "spark.sql.shuffle.partitions": str(partitions), "spark.ui.showConsoleProgress": "false", **confs}
+    return build_session("txstate-many-stores", confs[PROVIDER_CLASS_CONF], settings, master="local-cluster[1,2,2048]")
 
 
 def start(spark, name: str, inputs: dict[str, Path], checkpoint: Path, sums: dict[str, int]):
@@ -72,7 +53,7 @@ def main() -> int:
     args = parser.parse_args()
     inputs = {name: args.inputs / name for name in ("events", "left", "right")}
     report: dict = {"partitions": args.partitions, "errors": []}
-    spark = build_session(args.partitions, json.loads(args.confs))
+    spark = session(args.partitions, json.loads(args.confs))
     monitor = RssMonitor(spark.sparkContext.applicationId)
     monitor.start()
     started = time.monotonic()

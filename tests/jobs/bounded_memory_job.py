@@ -202,7 +202,7 @@ def executor_peak_metrics(sc) -> dict[str, dict]:
 # The job
 
 
-def build_session(app_name: str, provider: str, extra: dict[str, str]):
+def build_session(app_name: str, provider: str, extra: dict[str, str], master: str = "local-cluster[2,1,1024]"):
     import pyspark
 
     # Executors of a standalone cluster are launched from $SPARK_HOME: the pip package is one.
@@ -211,7 +211,7 @@ def build_session(app_name: str, provider: str, extra: dict[str, str]):
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master("local-cluster[2,1,1024]").appName(app_name)
+    builder = SparkSession.builder.master(master).appName(app_name)
     settings = {
         **streaming_harness.spark_settings(streaming_harness.plugin_jar()),
         streaming_harness.PROVIDER_CLASS_CONF: provider,
