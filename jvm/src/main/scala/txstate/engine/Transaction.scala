@@ -2,7 +2,6 @@ package txstate.engine
 
 import java.util.Arrays
 
-
 /**
  * One micro-batch's uncommitted work over the committed database (read-your-writes).
  *
