@@ -264,6 +264,7 @@ def _jar_for_line(path: Path, wanted: SparkVersion) -> str:
         return (f"Point ${JAR_ENV_VAR} at {right_jar} (`make jar SPARK={wanted.line}`), or unset it to use "
                 "the bundled jar.")
     closest = closest_line(wanted.line, (line for line, _ in known))
-    return (f"There is no jar for Spark {wanted.line}: {path.parent} and this package have jars for Spark "
+    return (f"There is no jar for Spark {wanted.line} ({right_jar}): {path.parent} and this package have "
+            f"jars for Spark "
             f"{describe_jars(known)}; the closest is {closest}. Run on one of those Spark lines, or name one: "
             f"--spark {closest}, jar_path(spark=\"{closest}\").")
