@@ -15,15 +15,10 @@ import java.util.concurrent.atomic.AtomicInteger
  */
 private[engine] final class BackgroundWrites {
   private var last: CompletableFuture[Void] = CompletableFuture.completedFuture(null)
-  private var submitted = false
-
-  /** True when a write was submitted since the last [[await]] or [[abandon]]. */
-  def pending: Boolean = submitted
 
   /** Runs `write` after every write submitted before it, on a background thread. */
   def submit(write: () => Unit): Unit = {
     last = last.thenRunAsync(() => write(), BackgroundWrites.threads)
-    submitted = true
   }
 
   /**
@@ -33,7 +28,6 @@ private[engine] final class BackgroundWrites {
   def await(): Unit = {
     val waited = last
     last = CompletableFuture.completedFuture(null)
-    submitted = false
     try waited.join()
     catch { case e: CompletionException if e.getCause != null => throw e.getCause }
   }

@@ -250,11 +250,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     // Until the undo is done the database is not any version: if it fails, it stays marked so.
     try writing {
       background.await()
-      val format = openVersionFormat(tx)
-      Using.resource(new ChunkedWriter(database, lifetime.writeOptions, options.replayChunkBytes, format)) { writer =>
-        tx.changes.foreach(writer(_))
-        writer.finish(_ => ())
-      }
+      writeChanges(tx.changes, options.replayChunkBytes, openVersionFormat(tx))(_ => ())
       // Rare (an aborted big batch): the cache forgets the whole store rather than each key.
       cache.forgetAll()
       undo.undoWritesAhead(tx.touchedKeys, options.replayChunkBytes)(CommitMarkers.clearInFlight(database, _))
