@@ -8,8 +8,8 @@ stream-stream join and an aggregation at once, on one executor JVM (2 cores, 2 G
 executor hosts 5 store instances per partition (500 at 100 partitions). Spark's RocksDB provider runs
 with its changelog on, unbounded and bounded (`boundedMemoryUsage`, `maxMemoryUsageMB` equal to
 txstate's default executor budget, `maxNativeMemoryMB` 256). Reported: each query's median batch
-time after the warm-up batches, the executor's peak RSS, and the outputs, which must agree across
-providers. Writes bench/results/many-stores-<timestamp>.md and .json.
+time after the warm-up batches, the executor's peak RSS and open files, and the outputs, which must
+agree across providers. Writes bench/results/many-stores-<timestamp>.md and .json.
 """
 
 from __future__ import annotations
@@ -72,6 +72,10 @@ def rss_mib(c: dict) -> float | None:
     return c["executor_peak_rss"] / MIB if c.get("executor_peak_rss") else None
 
 
+def open_files(c: dict) -> int | None:
+    return c.get("executor_peak_open_files") or None
+
+
 def check_outputs(cells: list[dict]) -> list[str]:
     problems = [f"{c['peer']} at {c['partitions']} partitions: {e}" for c in cells for e in c.get("errors", [])]
     for partitions in sorted({c["partitions"] for c in cells}):
@@ -86,7 +90,7 @@ def render(cells: list[dict], sizes: list[int], peers: list[str], stamp: str, lo
            problems: list[str]) -> str:
     rows = [(str(c["partitions"]), str(5 * c["partitions"]), PEERS[c["peer"]].label,
              fmt_num(median_ms(c, "join")), fmt_num(median_ms(c, "aggregation")), fmt_num(rss_mib(c)),
-             fmt_num(c.get("seconds")), "; ".join(c.get("errors", [])) or "ok") for c in cells]
+             fmt_num(open_files(c)), fmt_num(c.get("seconds")), "; ".join(c.get("errors", [])) or "ok") for c in cells]
     ratios, targets = [], []
     for p in sizes:
         tx = cell(cells, "txstate", p)
@@ -94,7 +98,8 @@ def render(cells: list[dict], sizes: list[int], peers: list[str], stamp: str, lo
             other = cell(cells, peer, p)
             ratios.append((str(p), PEERS[peer].label, fmt_ratio(ratio(median_ms(tx, "join"), median_ms(other, "join"))),
                            fmt_ratio(ratio(median_ms(tx, "aggregation"), median_ms(other, "aggregation"))),
-                           fmt_ratio(ratio(rss_mib(tx), rss_mib(other)))))
+                           fmt_ratio(ratio(rss_mib(tx), rss_mib(other))),
+                           fmt_ratio(ratio(open_files(tx), open_files(other)))))
         bounded = cell(cells, "rocksdb-bounded", p)
         for query in ("join", "aggregation"):
             r = ratio(median_ms(tx, query), median_ms(bounded, query))
@@ -119,9 +124,9 @@ def render(cells: list[dict], sizes: list[int], peers: list[str], stamp: str, lo
         f"(`local-cluster[1,2,2048]`), 5 store instances per partition; {SIZE.describe()}.", "",
         "## Results", "",
         table(("partitions", "store instances", "provider", "join batch ms (median)", "aggregation batch ms (median)",
-               "executor peak RSS MiB", "run s", "outcome"), rows, right_from=3), "",
+               "executor peak RSS MiB", "executor peak open files", "run s", "outcome"), rows, right_from=3), "",
         "## Ratios: txstate ÷ peer (below 1: txstate is faster or smaller)", "",
-        table(("partitions", "peer", "join batch ms", "aggregation batch ms", "executor peak RSS"), ratios, right_from=2),
+        table(("partitions", "peer", "join batch ms", "aggregation batch ms", "executor peak RSS", "open files"), ratios, right_from=2),
         "", "## Targets", "", *targets, "",
         "## Output check", "",
         "Every provider's outputs (rows and column sums over all batches) agree at each size." if not problems
@@ -149,7 +154,8 @@ def main() -> int:
                 c = run_cell(PEERS[peer], partitions, scratch / "input", scratch)
                 loads.append(load_average())
                 print(f"[many-stores]   join {fmt_num(median_ms(c, 'join'))} ms, aggregation "
-                      f"{fmt_num(median_ms(c, 'aggregation'))} ms, executor RSS {fmt_num(rss_mib(c))} MiB "
+                      f"{fmt_num(median_ms(c, 'aggregation'))} ms, executor RSS {fmt_num(rss_mib(c))} MiB, "
+                      f"{fmt_num(open_files(c))} open files "
                       f"{c.get('errors') or ''}", file=sys.stderr, flush=True)
                 cells.append(c)
     problems = check_outputs(cells)

@@ -76,6 +76,7 @@ def main() -> int:
     peaks = monitor.finish()
     report["executor_peak_rss"] = max((p["peak_rss"] for p in peaks.values()), default=None)
     report["executor_hwm"] = max((p["hwm"] for p in peaks.values()), default=None)
+    report["executor_peak_open_files"] = max((p.get("peak_open_files", 0) for p in peaks.values()), default=None)
     report["provider"] = spark.conf.get(PROVIDER_CLASS_CONF)
     spark.stop()
     args.out.write_text(json.dumps(report, indent=1))

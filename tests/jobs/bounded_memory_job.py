@@ -146,8 +146,16 @@ def read_status(pid: int) -> dict[str, int]:
     return values
 
 
+def open_files(pid: int) -> int:
+    """How many descriptors process `pid` holds open now (0 once it is gone)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
 class RssMonitor(threading.Thread):
-    """Polls the application's executor JVMs every `interval_s`: peak VmRSS seen and last VmHWM."""
+    """Polls the application's executor JVMs every `interval_s`: peak VmRSS and open files seen, last VmHWM."""
 
     def __init__(self, app_id: str, interval_s: float = 0.2) -> None:
         super().__init__(daemon=True)
@@ -171,9 +179,11 @@ class RssMonitor(threading.Thread):
             status = read_status(pid)
             if not status:
                 continue
-            entry = self.peaks.setdefault(executor_id, {"pid": pid, "peak_rss": 0, "hwm": 0, "samples": 0})
+            entry = self.peaks.setdefault(executor_id, {"pid": pid, "peak_rss": 0, "hwm": 0, "samples": 0,
+                                                        "peak_open_files": 0})
             entry["peak_rss"] = max(entry["peak_rss"], status.get("VmRSS", 0))
             entry["hwm"] = max(entry["hwm"], status.get("VmHWM", 0))
+            entry["peak_open_files"] = max(entry["peak_open_files"], open_files(pid))
             entry["samples"] += 1
 
     def finish(self) -> dict[str, dict]:

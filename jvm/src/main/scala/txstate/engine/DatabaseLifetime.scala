@@ -25,7 +25,7 @@ import org.rocksdb.{RocksDBException, WriteOptions}
  */
 private[engine] final class DatabaseLifetime(dir: File, options: EngineOptions, budget: Option[NativeMemoryBudget],
     views: ViewPublisher, opened: CommitMarkers.Markers => Unit) {
-  private val natives = NativeOptions(options, budget)
+  private val natives = NativeOptions(dir, options, budget)
   private var database: LocalDatabase = _
   @volatile private var closed = false
   private var detached = false

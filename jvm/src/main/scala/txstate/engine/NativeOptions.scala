@@ -1,5 +1,7 @@
 package txstate.engine
 
+import java.io.File
+
 import scala.util.control.NonFatal
 
 import org.rocksdb.{BlockBasedTableConfig, BloomFilter, Cache, ColumnFamilyOptions, CompressionType, DBOptions, IndexType, LRUCache, RocksDB, WriteOptions}
@@ -53,10 +55,12 @@ private[engine] object NativeOptions {
    * Creates the option objects of an engine, under `budget`'s shared cache and write-buffer manager
    * if given; if one cannot be created, those already made are closed (the lease released).
    */
-  def apply(options: EngineOptions, budget: Option[NativeMemoryBudget] = None): NativeOptions = {
+  def apply(dir: File, options: EngineOptions, budget: Option[NativeMemoryBudget]): NativeOptions = {
     RocksDB.loadLibrary()
     var made = List.empty[AutoCloseable] // newest first: the order they close in
     def own[T <: AutoCloseable](created: T): T = { made = created :: made; created }
+    // Made from the options that use it, yet closed after them: last in the order.
+    def ownLast[T <: AutoCloseable](created: T): T = { made = made :+ created; created }
     try {
       val lease = budget.map(b => own(b.lease()))
       val cache: Cache = lease.fold[Cache](own(new LRUCache(options.blockCacheBytes)))(_.cache)
@@ -81,8 +85,13 @@ private[engine] object NativeOptions {
         .setAtomicFlush(true)
         .setMaxBackgroundJobs(2)
         .setMaxOpenFiles(256)
+      ownLast(NativeLog.install(dir, dbOptions))
       lease.foreach(l => dbOptions.setWriteBufferManager(l.writeBuffers))
+      // The commit family holds a few small rows, yet each flush adds a file to it: compacting after
+      // every flush (a few hundred bytes) keeps one file open per store instead of up to five
+      // (docs/ARCHITECTURE.md, "Open files").
       val commitOptions = own(new ColumnFamilyOptions()).setWriteBufferSize(1L << 20)
+        .setLevel0FileNumCompactionTrigger(1)
       val dataOptions = own(new ColumnFamilyOptions())
         .setTableFormatConfig(tableConfig)
         .setWriteBufferSize(options.writeBufferBytes)

@@ -5,9 +5,11 @@ import scala.collection.mutable
 import org.scalatest.funsuite.AnyFunSuite
 
 final class NativeOptionsTest extends AnyFunSuite {
+  // Only named in RocksDB's log lines: no database is opened here.
+  private val storeDir = new java.io.File("native-options-test")
 
   test("closing the option objects releases every native handle, and closing again does nothing") {
-    val natives = NativeOptions(EngineOptions())
+    val natives = NativeOptions(storeDir, EngineOptions(), None)
     val handles = Seq(natives.dbOptions, natives.commitOptions, natives.dataOptions, natives.writeOptions)
     assert(handles.forall(_.isOwningHandle))
     natives.close()
@@ -17,8 +19,8 @@ final class NativeOptionsTest extends AnyFunSuite {
 
   test("under a budget the option objects share its cache and release their lease on close, never closing the cache") {
     val budget = new NativeMemoryBudget(8L << 20)
-    val first = NativeOptions(EngineOptions(), Some(budget))
-    val second = NativeOptions(EngineOptions(), Some(budget))
+    val first = NativeOptions(storeDir, EngineOptions(), Some(budget))
+    val second = NativeOptions(storeDir, EngineOptions(), Some(budget))
     assert(budget.leasesHeld == 2)
     assert(first.memtablesInCache && second.memtablesInCache)
     first.close()
