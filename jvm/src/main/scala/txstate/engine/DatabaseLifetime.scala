@@ -138,8 +138,7 @@ private[engine] final class DatabaseLifetime(dir: File, options: EngineOptions, 
   /** Live memtable bytes of the open database, as RocksDB counts them; 0 once closed or detached. */
   def memtableBytes: Long = if (closed || detached) 0L else {
     val db = database.db
-    Seq(database.data, database.stamped, database.byTime, database.commit)
-      .map(db.getLongProperty(_, "rocksdb.cur-size-all-mem-tables")).sum
+    database.families.map(db.getLongProperty(_, "rocksdb.cur-size-all-mem-tables")).sum
   }
 
   /** Once: `forget` drops what the engine kept of the database, then the database and the options close. */

@@ -16,6 +16,10 @@ import txstate.compat.ScalaLibrary.Using
  *   lives in one of the two families, never both;
  * - `by_time`: the TTL index ([[TimeIndex]]), filled only while TTL is on;
  * - `commit`: the commit point and the in-flight marker.
+ * `data` and `by_time` are created the first time something is written to them (most stores never
+ * write either): each open family costs RocksDB about 70 KB of native memory outside any budget,
+ * 280 MB over the 4,000 families of an executor with 2,000 store instances (docs/ARCHITECTURE.md,
+ * "Open files"). Until then they read as empty.
  * Families a newer build added are opened too (RocksDB requires it), so the commit point can say
  * which release wrote them. Owns the database and the handles; the option objects belong to the
  * caller ([[TxEngine]]), which outlives every database it opens.
@@ -23,17 +27,37 @@ import txstate.compat.ScalaLibrary.Using
 private[engine] final class LocalDatabase private (
     val dir: File,
     val db: RocksDB,
-    handles: Map[String, ColumnFamilyHandle]) extends AutoCloseable {
+    opened: Map[String, ColumnFamilyHandle],
+    dataOptions: ColumnFamilyOptions) extends AutoCloseable {
 
-  val data: ColumnFamilyHandle = handles(LocalDatabase.plainFamily)
+  // The open families by name; grows when `data` or `by_time` is created (by the owner's thread or
+  // its background writes), read by committed views' threads too.
+  @volatile private var handles: Map[String, ColumnFamilyHandle] = opened
+
   val stamped: ColumnFamilyHandle = handles(LocalDatabase.stampedFamily)
-  val byTime: ColumnFamilyHandle = handles(LocalDatabase.timeIndexFamily)
   val commit: ColumnFamilyHandle = handles(LocalDatabase.commitFamily)
+
+  /** The format 1 rows' family, created if this database has none yet: for writes of plain rows. */
+  def data: ColumnFamilyHandle = family(LocalDatabase.plainFamily)
+
+  /** The TTL index's family, created if this database has none yet: for writes and reads of the index. */
+  def byTime: ColumnFamilyHandle = family(LocalDatabase.timeIndexFamily)
+
+  /** Every family this database has open: what a flush or a memtable count covers. */
+  def families: Seq[ColumnFamilyHandle] = handles.values.toSeq
+
+  private def family(name: String): ColumnFamilyHandle = handles.getOrElse(name, synchronized {
+    handles.getOrElse(name, {
+      val created = db.createColumnFamily(new ColumnFamilyDescriptor(name.getBytes(UTF_8), dataOptions))
+      handles = handles.updated(name, created)
+      created
+    })
+  })
 
   // False once `data` is seen empty, so a store that has no format 1 rows reads one family only.
   // Checked when the database opens; a replay of a format 1 changelog sets it again. Readers on
   // other threads see a stale flag only across a database replacement, which excludes them.
-  @volatile private var plainRowsPossible: Boolean = hasRows(data)
+  @volatile private var plainRowsPossible: Boolean = handles.get(LocalDatabase.plainFamily).exists(hasRows)
   // The same for `stamped`, so writing format 1 (a benchmark's baseline) costs what 0.1.0's writes did.
   @volatile private var stampedRowsPossible: Boolean = hasRows(stamped)
   private var closed = false
@@ -145,7 +169,7 @@ private[engine] final class LocalDatabase private (
 
   /** Flushes every family's memtables to files (atomically, as every flush here) and waits for it. */
   def flushMemtables(): Unit = Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
-    db.flush(fo, java.util.Arrays.asList(data, stamped, byTime, commit))
+    db.flush(fo, families.asJava)
   }
 
   /**
@@ -227,25 +251,27 @@ private[engine] object LocalDatabase {
   def open(dir: File, dbOptions: DBOptions, dataOptions: ColumnFamilyOptions, commitOptions: ColumnFamilyOptions)
       : LocalDatabase = {
     if (!dir.isDirectory && !dir.mkdirs()) throw EngineErrors.cannotCreateDirectory(dir)
-    val ours = Seq(defaultFamily -> commitOptions, plainFamily -> dataOptions, stampedFamily -> dataOptions,
-      timeIndexFamily -> dataOptions, commitFamily -> commitOptions)
     val existing = Using.resource(new Options()) { o =>
       if (new File(dir, "CURRENT").isFile) RocksDB.listColumnFamilies(o, dir.getAbsolutePath).asScala.map(new String(_, UTF_8)).toSeq
       else Nil
     }
+    // `data` and `by_time` only if the database has them: see the class comment.
+    val ours = Seq(defaultFamily -> commitOptions, stampedFamily -> dataOptions, commitFamily -> commitOptions) ++
+      Seq(plainFamily, timeIndexFamily).filter(existing.contains).map(_ -> dataOptions)
     val others = existing.filterNot(name => ours.exists(_._1 == name)).map(_ -> commitOptions)
     val families = ours ++ others
     // RocksDB keeps a directory handle open for each family it creates in an open database, and one
     // shared handle for the families it finds when it opens: a new database is created, closed and
     // opened again, which keeps 2 of its files open instead of 6 (docs/ARCHITECTURE.md, "Open files").
-    if (existing.isEmpty) openFamilies(dir, dbOptions, families).close(flush = false)
-    openFamilies(dir, dbOptions, families)
+    if (existing.isEmpty) openFamilies(dir, dbOptions, families, dataOptions).close(flush = false)
+    openFamilies(dir, dbOptions, families, dataOptions)
   }
 
-  private def openFamilies(dir: File, dbOptions: DBOptions, families: Seq[(String, ColumnFamilyOptions)]): LocalDatabase = {
+  private def openFamilies(dir: File, dbOptions: DBOptions, families: Seq[(String, ColumnFamilyOptions)],
+      dataOptions: ColumnFamilyOptions): LocalDatabase = {
     val handles = new java.util.ArrayList[ColumnFamilyHandle]()
     val db = RocksDB.open(dbOptions, dir.getAbsolutePath,
       families.map { case (name, o) => new ColumnFamilyDescriptor(name.getBytes(UTF_8), o) }.asJava, handles)
-    new LocalDatabase(dir, db, families.map(_._1).zip(handles.asScala).toMap)
+    new LocalDatabase(dir, db, families.map(_._1).zip(handles.asScala).toMap, dataOptions)
   }
 }

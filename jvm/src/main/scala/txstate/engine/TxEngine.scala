@@ -4,7 +4,7 @@ import java.io.File
 import java.nio.file.{Files, Path}
 import java.util.Comparator
 
-import org.rocksdb.{Checkpoint, FlushOptions, RocksDBException, WriteBatch}
+import org.rocksdb.{Checkpoint, RocksDBException, WriteBatch}
 
 import txstate.compat.ScalaLibrary.Using
 
@@ -309,9 +309,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     ensureOpen()
     inFlightVersion.foreach(v => throw EngineErrors.snapshotWhileInFlight(dir, v))
     writing {
-      Using.resource(new FlushOptions().setWaitForFlush(true)) { fo =>
-        database.db.flush(fo, java.util.Arrays.asList(database.data, database.stamped, database.byTime, database.commit))
-      }
+      database.flushMemtables()
       Using.resource(Checkpoint.create(database.db))(_.createCheckpoint(target.getAbsolutePath))
     }
     committedPoint

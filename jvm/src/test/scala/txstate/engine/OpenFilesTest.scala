@@ -78,6 +78,20 @@ final class OpenFilesTest extends AnyFunSuite {
         assert(open.values.sum <= 10, s"open files of one store: $open")
       }
       assert(openInto(dir).isEmpty, "files stayed open after the engine closed")
+      // Each open family costs native memory: the format 1 rows' and the TTL index's wait for a write.
+      assert(RawRocks.familyNames(dir).toSet == Set("default", LocalDatabase.stampedFamily, LocalDatabase.commitFamily))
+    }
+  }
+
+  test("the TTL index's family is created by the first batch with TTL, and reopens with the store") {
+    withDir { parent =>
+      val dir = new File(parent, "store")
+      withEngine(dir) { engine =>
+        commitStamped(engine, WriteStamp(0, 1000), Some(TimeToLive(60000L, _ => true)))(_.put(b("k"), b("v")))
+        assert(drain(engine.timeIndexBefore(Long.MaxValue)).size == 1, "the TTL index lost its entry")
+      }
+      assert(RawRocks.familyNames(dir).contains(LocalDatabase.timeIndexFamily))
+      withEngine(dir)(engine => assert(drain(engine.timeIndexBefore(Long.MaxValue)).size == 1))
     }
   }
 
