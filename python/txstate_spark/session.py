@@ -30,6 +30,7 @@ def configure(
     block_cache_size_mb: Optional[Size] = None,
     hot_cache_size_mb: Optional[Size] = None,
     max_native_memory_mb: Optional[Size] = None,
+    max_heap_memory_mb: Optional[Size] = None,
     write_buffer_size_mb: Optional[Size] = None,
     max_write_buffer_number: Optional[Count] = None,
     ttl: Optional[Duration] = None,
@@ -65,6 +66,9 @@ def configure(
             (it pays only on skewed keys over long runs).
         max_native_memory_mb: RocksDB native memory (block cache and memtables) per executor JVM, shared
             by its stores, MiB or a size; 0: each store sized on its own; default 256.
+        max_heap_memory_mb: heap per executor JVM for the hot-state cache, kept undo and running buffers,
+            MiB or a size; past it the oldest kept undo goes (a re-run of that batch reloads); 0: no
+            limit; default ``hot_cache_size_mb`` plus a tenth of the executor's maximum heap.
         write_buffer_size_mb: RocksDB memtable size per store instance, MiB or a size; default 64.
         max_write_buffer_number: RocksDB memtables per store instance, >= 2; default 2.
         ttl: state TTL of every stateful operator (``"7d"``, ``timedelta(days=7)``); default off.
@@ -93,6 +97,7 @@ def configure(
         "block_cache_size_mb": block_cache_size_mb,
         "hot_cache_size_mb": hot_cache_size_mb,
         "max_native_memory_mb": max_native_memory_mb,
+        "max_heap_memory_mb": max_heap_memory_mb,
         "write_buffer_size_mb": write_buffer_size_mb,
         "max_write_buffer_number": max_write_buffer_number,
         "ttl": ttl,

@@ -11,6 +11,8 @@ private[engine] sealed trait StoredRow {
   /** The bytes the key holds in `family`, on its own: it is absent from the other family. */
   def bytesIn(family: StoredRow.Family): Option[Array[Byte]]
   def byteSize: Long
+  /** Heap this row holds as the JVM lays it out (compressed oops): its objects and arrays. */
+  def heapBytes: Long
 }
 
 private[engine] object StoredRow {
@@ -22,6 +24,7 @@ private[engine] object StoredRow {
     val value: Option[Array[Byte]] = None
     def bytesIn(family: Family): Option[Array[Byte]] = None
     def byteSize: Long = 0L
+    def heapBytes: Long = 0L // one shared object
   }
 
   /** A storage format 2 row: the stamp, then the value (copied out once, for the read). */
@@ -29,6 +32,8 @@ private[engine] object StoredRow {
     val value: Option[Array[Byte]] = Some(StampedValues.valueOf(stored))
     def bytesIn(family: Family): Option[Array[Byte]] = if (family == StampedFamily) Some(stored) else None
     def byteSize: Long = stored.length.toLong
+    // The row, its `Some`, the stored bytes and the value copied out of them.
+    def heapBytes: Long = 24L + 16L + arrayBytes(stored.length) + value.fold(0L)(v => arrayBytes(v.length))
   }
 
   /** A storage format 1 row: the value as it is. */
@@ -36,5 +41,9 @@ private[engine] object StoredRow {
     val value: Option[Array[Byte]] = Some(stored)
     def bytesIn(family: Family): Option[Array[Byte]] = if (family == PlainFamily) Some(stored) else None
     def byteSize: Long = stored.length.toLong
+    def heapBytes: Long = 24L + 16L + arrayBytes(stored.length) // the row, its `Some`, the stored bytes
   }
+
+  /** A byte array on the heap: a 16-byte header, the bytes, padded to 8. */
+  def arrayBytes(length: Int): Long = (16L + length + 7L) & ~7L
 }

@@ -39,6 +39,8 @@ final class Transaction private[engine] (
   private var writingAhead = false
   private var aheadStopped = false
   private var dirty = new java.util.HashSet[BytesKey]()
+  // Counted in the executor's heap budget while the transaction runs (docs/ARCHITECTURE.md, "Heap budget").
+  private val heapClaim = engine.heap.map(_.buffering(() => uncommittedBytes))
   // Iterators Spark may abandon half-way: closed for it when the transaction ends.
   private val openIterators = java.util.Collections.newSetFromMap(
     new java.util.IdentityHashMap[KeyValueIterator, java.lang.Boolean]())
@@ -149,6 +151,7 @@ final class Transaction private[engine] (
       priors.clear()
       keyDelta = 0L
       probeValid = false
+      heapClaim.foreach(_.close())
     }
   }
 
@@ -204,10 +207,15 @@ final class Transaction private[engine] (
    */
   private[engine] def notHandedOver(): Iterator[ChangeRecord] = if (aheadStopped) changes else handOver().iterator
 
-  /** At commit: the background writes are finished and the version is written; the next batch starts afresh. */
+  /**
+   * At commit: the background writes are finished and the version is written; the next batch
+   * starts afresh. The buffer leaves the heap budget's count: nothing reads it after the commit,
+   * and its kept rows are the commit's undo now, counted as such.
+   */
   private[engine] def afterCommit(): Unit = {
     writingAhead = false
     aheadAllowed = false
+    heapClaim.foreach(_.close())
   }
 
   // The buffer as it is now (its net changes, no range delete yet) is the first hand-over.

@@ -33,7 +33,7 @@ import txstate.compat.ScalaLibrary.Using
  * Not thread-safe: the owner (one store provider) serialises transactions.
  */
 final class TxEngine private (val dir: File, val options: EngineOptions, sharedCache: HotStateCache,
-    budget: Option[NativeMemoryBudget]) extends AutoCloseable {
+    budget: Option[NativeMemoryBudget], private[engine] val heap: Option[HeapMemoryBudget]) extends AutoCloseable {
 
   // What the database holds: set by every open (declared before `lifetime`, which opens it below),
   // then by each write that makes or starts a version.
@@ -51,7 +51,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     committedPoint = markers.committed
     inFlightVersion = markers.inFlight
   })
-  private val undo = new UndoSnapshots(dir, cache, lifetime.writeOptions)
+  private val undo = new UndoSnapshots(dir, cache, lifetime.writeOptions, heap)
   private val timeIndex = new TimeIndexUpkeep(lifetime.writeOptions, options.replayChunkBytes)
 
   lifetime.openFirst()
@@ -69,18 +69,18 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   def needsReopen: Boolean = lifetime.failure.isDefined
 
   /**
-   * After a refused write: closes the database (flushing what it can; a flush the disk still
-   * refuses is dropped, since every version it held is in the checkpoint) and opens the directory
-   * again. The database then holds the last commit point that reached the disk (flushes are atomic,
-   * the WAL is off), and the caller catches up from the checkpoint. If the open fails too (the disk
-   * is still full), it throws why, and the engine stays without a database until a later call
-   * succeeds: a store instance retried on the same executor recovers once space is back.
-   * Returns the failure of the flush it dropped, for the caller to log.
+   * After a refused write: closes the database (a flush the disk still refuses is dropped: every
+   * version it held is in the checkpoint) and opens the directory again, at the last commit point
+   * that reached the disk; the caller catches up from the checkpoint. If the open fails too (the disk
+   * is still full) it throws why, and a later call retries. Returns the dropped flush's failure, to log.
    */
   def reopenAfterFailedWrite(): Option[RocksDBException] = lifetime.reopenAfterFailedWrite(forgetDatabase())
 
   /** What [[rollbackLastCommit]] would restore, if the last commit can be undone. */
   def committedBeforeLastCommit: Option[CommitPoint] = undo.committedBefore
+
+  /** Undo of this engine's last commits that the heap budget gave up since the last call. */
+  def drainUndoDropped(): Long = undo.drainDropped()
 
   /**
    * A transaction on the committed version. Its writes carry `stamp`. With `ttl`, rows whose last
@@ -98,7 +98,8 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     }
     val tx = new Transaction(this, committedPoint, stamp, indexSince)
     // Flink's rule: a row is gone once `ttl` has passed since its last write, so the age == ttl case expires.
-    ttl.foreach(rule => tx.expire(stamp.timeMs - rule.ttlMs + 1, rule))
+    try ttl.foreach(rule => tx.expire(stamp.timeMs - rule.ttlMs + 1, rule))
+    catch { case e: Throwable => tx.discard(); throw e } // no one else would end it (and its heap claim)
     tx
   }
 
@@ -163,7 +164,6 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       }
       cache.telling(tx.changes, format).foreach(_ => ()) // the rows are written: keys already cached get them
       writingAheadOf = None
-      tx.afterCommit()
     } else if (undo.holdsEarlyCommits) {
       // The version's early commits are in the database already; this write finishes it and clears
       // the in-flight marker atomically. Such a version keeps no undo: a re-run rebuilds instead.
@@ -174,18 +174,17 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       val keep = !timeIndex.dropping(committedPoint, point)
       undo.keepingUndo(database, tx, committedPoint, keep)(write(clearsInFlight = false))
     }
+    tx.afterCommit()
     versionWritten(point)
     givingBackMemtables()
+    heap.foreach(_.settle()) // this commit's buffer is out of the count, its undo in (docs/ARCHITECTURE.md, "Heap budget")
   }
 
   /**
-   * Under a native memory budget that is over its limit, this store flushes its memtables after its
-   * commit: RocksDB's write-buffer manager flushes only the database being written, so the
-   * memtables of stores that wrote once and went idle would otherwise stay over the limit. Each
-   * commit thus ends with the budget's memtables under the limit or this store's flushed
-   * (docs/ARCHITECTURE.md, "Native memory budget"). The version is written already: a flush RocksDB
-   * refuses (a full disk) does not fail the commit, it marks the database for reopening, as any
-   * refused write does, and the next load reopens it (and logs the dropped flush).
+   * Under a native memory budget over its limit, this store flushes its memtables after its commit:
+   * RocksDB's write-buffer manager flushes only the database being written, so idle stores'
+   * memtables would stay over the limit (docs/ARCHITECTURE.md, "Native memory budget"). The version
+   * is written already: a refused flush (a full disk) only marks the database for reopening.
    */
   private def givingBackMemtables(): Unit =
     if (lifetime.overBudget) {
@@ -278,10 +277,16 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
    * Restores the version before the last commit (Spark re-runs a batch this store committed), in
    * one atomic write with its commit point (see [[UndoSnapshots.rollBackLastCommit]]).
    */
-  def rollbackLastCommit(): CommitPoint = {
+  def rollbackLastCommit(): CommitPoint = rollbackLastCommitIf(_ => true).getOrElse(throw EngineErrors.nothingToRollBack(dir))
+
+  /**
+   * [[rollbackLastCommit]] if the version it restores is `wanted`, checked and restored in one step:
+   * None when it is not, or when no undo is kept (the heap budget may drop it at any moment).
+   */
+  def rollbackLastCommitIf(wanted: CommitPoint => Boolean): Option[CommitPoint] = {
     ensureOpen()
-    val previous = writing(undo.rollBackLastCommit(point => CommitMarkers.putCommitPoint(database, _, point)))
-    versionWritten(previous)
+    val previous = writing(undo.rollBackLastCommit(wanted)(point => CommitMarkers.putCommitPoint(database, _, point)))
+    previous.foreach(versionWritten)
     previous
   }
 
@@ -341,10 +346,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     versionWritten(point)
   }
 
-  /**
-   * Live memtable and block cache bytes of this instance (native memory); 0 once closed. Under a
-   * budget, an even share of the shared cache: summed over the budget's engines, the budget's use.
-   */
+  /** Live memtable and block cache bytes (under a budget, an even share of its use); 0 once closed. */
   def nativeMemoryUsed: Long = lifetime.nativeMemoryUsed
 
   /** Live memtable bytes of this instance's database (under a budget, charged to its shared cache); 0 once closed. */
@@ -427,11 +429,12 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
 object TxEngine {
   /**
    * Opens the engine of `dir`; its committed values may be cached in `cache` (shared with other
-   * engines), and its native memory bounded by `budget` (shared too; None: sized by `options` alone).
+   * engines), its native memory bounded by `budget` (shared too; None: sized by `options` alone),
+   * and its kept undo and buffers counted in `heap` (shared too; None: always kept).
    */
   def open(dir: File, options: EngineOptions = EngineOptions(), cache: HotStateCache = HotStateCache.off,
-      budget: Option[NativeMemoryBudget] = None): TxEngine =
-    new TxEngine(dir, options, cache, budget)
+      budget: Option[NativeMemoryBudget] = None, heap: Option[HeapMemoryBudget] = None): TxEngine =
+    new TxEngine(dir, options, cache, budget, heap)
 
   /** Deletes a local directory tree (staging areas, wiped databases); absent is fine. */
   def delete(dir: File): Unit = deleteRecursively(dir.toPath)

@@ -1,6 +1,8 @@
 package txstate.engine
 
 import java.io.File
+import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.locks.ReentrantLock
 
 import org.rocksdb.{ColumnFamilyHandle, Snapshot, WriteBatch, WriteOptions}
 
@@ -23,24 +25,38 @@ import txstate.compat.ScalaLibrary.Using
  * version with early commits keeps none), and each is released exactly once, on the database it
  * was taken from. The engine calls [[releaseAll]] before it closes or replaces that database.
  *
- * Owner's thread only. Restores throw RocksDB's exceptions as they are (the engine turns them into
- * its refused-write error), and a restore that fails keeps its snapshot.
+ * Under a heap budget each last commit's undo is counted there (docs/ARCHITECTURE.md, "Heap
+ * budget"), and the budget may give it up from another thread when the executor is over its limit
+ * ([[dropForBudget]]): the rollback is then impossible, and a re-run of that batch reloads.
+ *
+ * The owner's thread calls everything else. Each call holds `lock`, which a drop only tries (it
+ * never waits, so a store busy with its snapshots is passed over): a snapshot is never released
+ * under a restore reading it, nor after its database closed. Restores throw RocksDB's exceptions as
+ * they are (the engine turns them into its refused-write error), and a restore that fails keeps its snapshot.
  */
-private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeOptions: WriteOptions) {
+private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeOptions: WriteOptions,
+    heap: Option[HeapMemoryBudget]) {
   import UndoSnapshots._
 
-  private var kept: Kept = Kept.Empty
+  private val lock = new ReentrantLock()
+  private var kept: Kept = Kept.Empty // guarded by `lock`
   private var keysReadBack = 0
+  private val dropped = new AtomicLong()
 
   /** What [[rollBackLastCommit]] would restore, if the last commit can be undone. */
-  def committedBefore: Option[CommitPoint] = kept match {
-    case Kept.LastCommit(_, undo) => Some(undo.previous)
-    case Kept.BeforeWritesAhead(_, _, Some(Kept.LastCommit(_, undo))) => Some(undo.previous)
-    case _ => None
+  def committedBefore: Option[CommitPoint] = guarded {
+    kept match {
+      case Kept.LastCommit(_, undo, _) => Some(undo.previous)
+      case Kept.BeforeWritesAhead(_, _, Some(Kept.LastCommit(_, undo, _))) => Some(undo.previous)
+      case _ => None
+    }
   }
 
   /** True while the open version has early commits (the database holds them under the in-flight marker). */
-  def holdsEarlyCommits: Boolean = kept.isInstanceOf[Kept.BeforeEarlyCommits]
+  def holdsEarlyCommits: Boolean = guarded(kept.isInstanceOf[Kept.BeforeEarlyCommits])
+
+  /** Last commits' undo the heap budget gave up since the last call. */
+  def drainDropped(): Long = dropped.getAndSet(0L)
 
   /** Point keys the last rollback read from its snapshot: those whose stored rows its batch had not read. */
   def keysReadBackByLastRollback: Int = keysReadBack
@@ -52,7 +68,7 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
    * worth undoing, a re-run rebuilds) the snapshot is released once the write is done.
    */
   def keepingUndo(database: LocalDatabase, tx: Transaction, previous: CommitPoint, keep: Boolean)(write: => Unit)
-      : Unit = {
+      : Unit = guarded {
     releaseAll()
     val snapshot = database.db.getSnapshot
     val touched = tx.touchedKeys
@@ -62,26 +78,28 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
         database.db.releaseSnapshot(snapshot)
         throw e
     }
-    if (keep) kept = Kept.LastCommit(database, Undo(snapshot, touched, tx.priorRows, previous, tx.indexCut))
+    if (keep) kept = keptLastCommit(database, Undo(snapshot, touched, tx.priorRows, previous, tx.indexCut))
     else database.db.releaseSnapshot(snapshot)
   }
 
   /** Before an early commit: the first one of a version gives up the last commit's undo and keeps the committed view. */
-  def beforeEarlyCommit(database: LocalDatabase): Unit = kept match {
-    case _: Kept.BeforeEarlyCommits => ()
-    case Kept.BeforeWritesAhead(db, before, lastCommit) =>
-      kept = Kept.BeforeEarlyCommits(db, before) // the same committed view; the last commit's undo goes
-      lastCommit.foreach(l => l.database.db.releaseSnapshot(l.undo.snapshot))
-    case _ =>
-      releaseAll()
-      kept = Kept.BeforeEarlyCommits(database, database.db.getSnapshot)
+  def beforeEarlyCommit(database: LocalDatabase): Unit = guarded {
+    kept match {
+      case _: Kept.BeforeEarlyCommits => ()
+      case Kept.BeforeWritesAhead(db, before, lastCommit) =>
+        kept = Kept.BeforeEarlyCommits(db, before) // the same committed view; the last commit's undo goes
+        lastCommit.foreach(release)
+      case _ =>
+        releaseAll()
+        kept = Kept.BeforeEarlyCommits(database, database.db.getSnapshot)
+    }
   }
 
   /**
    * Before a version's first background write: the committed view is kept, and so is the last
    * commit's undo until this version commits (an abort leaves the last commit undoable).
    */
-  def beforeWritesAhead(database: LocalDatabase): Unit = {
+  def beforeWritesAhead(database: LocalDatabase): Unit = guarded {
     val lastCommit = kept match {
       case l: Kept.LastCommit => Some(l)
       case _ => releaseAll(); None
@@ -96,27 +114,31 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
    * for the abort that follows ([[undoWritesAhead]]).
    */
   def keepingUndoOfWritesAhead(tx: Transaction, previous: CommitPoint, keep: Boolean)(write: => Unit): Unit =
-    kept match {
-      case Kept.BeforeWritesAhead(database, snapshot, lastCommit) =>
-        write
-        kept = Kept.Empty
-        lastCommit.foreach(l => l.database.db.releaseSnapshot(l.undo.snapshot))
-        if (keep) kept = Kept.LastCommit(database, Undo(snapshot, tx.touchedKeys, tx.priorRows, previous, tx.indexCut))
-        else database.db.releaseSnapshot(snapshot)
-      case _ => throw EngineErrors.nothingToRollBack(dir)
+    guarded {
+      kept match {
+        case Kept.BeforeWritesAhead(database, snapshot, lastCommit) =>
+          write
+          kept = Kept.Empty
+          lastCommit.foreach(release)
+          if (keep) kept = keptLastCommit(database, Undo(snapshot, tx.touchedKeys, tx.priorRows, previous, tx.indexCut))
+          else database.db.releaseSnapshot(snapshot)
+        case _ => throw EngineErrors.nothingToRollBack(dir)
+      }
     }
 
   /**
    * Undoes a version's background writes (all of them written by now): each key or range in
    * `touched` gets back what the snapshot from before the first one holds; `last` adds the marker writes.
    */
-  def undoWritesAhead(touched: TouchedKeys, chunkBytes: Long)(last: WriteBatch => Unit): Unit = kept match {
-    case Kept.BeforeWritesAhead(database, before, lastCommit) =>
-      val keys = touched.points.iterator.map(Left(_)) ++ touched.ranges.iterator.map(Right(_))
-      restore(database, before, Nil, keys, chunkBytes, None)(last)
-      kept = lastCommit.getOrElse(Kept.Empty)
-      database.db.releaseSnapshot(before)
-    case _ => throw EngineErrors.nothingToRollBack(dir)
+  def undoWritesAhead(touched: TouchedKeys, chunkBytes: Long)(last: WriteBatch => Unit): Unit = guarded {
+    kept match {
+      case Kept.BeforeWritesAhead(database, before, lastCommit) =>
+        val keys = touched.points.iterator.map(Left(_)) ++ touched.ranges.iterator.map(Right(_))
+        restore(database, before, Nil, keys, chunkBytes, None)(last)
+        kept = lastCommit.getOrElse(Kept.Empty)
+        database.db.releaseSnapshot(before)
+      case _ => throw EngineErrors.nothingToRollBack(dir)
+    }
   }
 
   /**
@@ -124,7 +146,7 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
    * before them. Undoing such a version would need every early-committed key, so it keeps no undo:
    * a re-run rebuilds instead. If `write` fails, the early commits can still be undone.
    */
-  def finishingEarlyCommits(write: => Unit): Unit = {
+  def finishingEarlyCommits(write: => Unit): Unit = guarded {
     write
     releaseAll()
   }
@@ -136,7 +158,7 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
    * never had to stay in memory).
    */
   def undoEarlyCommits(earlyCommitted: Iterator[ChangeRecord], chunkBytes: Long)(last: WriteBatch => Unit): Unit =
-    kept match {
+    guarded(kept match {
       case Kept.BeforeEarlyCommits(database, before) =>
         val keys = earlyCommitted.map {
           case ChangeRecord.Put(k, _) => Left(k)
@@ -148,16 +170,19 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
         restore(database, before, Nil, keys, chunkBytes, None)(last)
         releaseAll()
       case _ => throw EngineErrors.noEarlyCommitToUndo(dir)
-    }
+    })
 
   /**
    * Restores the version before the last commit in one atomic write, whose last writes `last` adds
-   * for that version, and returns it. Keys whose stored rows the transaction read before writing
-   * them get those rows back with no read; the others (answered by the hot-state cache, expired, or
-   * under a range delete) are read from the pre-commit snapshot, in multiGets.
+   * for that version, and returns it; None, doing nothing, when no undo is kept (the heap budget may
+   * have dropped it a moment ago) or `wanted` refuses the version it would restore. Keys whose
+   * stored rows the transaction read before writing them get those rows back with no read; the
+   * others (answered by the hot-state cache, expired, or under a range delete) are read from the
+   * pre-commit snapshot, in multiGets.
    */
-  def rollBackLastCommit(last: CommitPoint => WriteBatch => Unit): CommitPoint = kept match {
-    case Kept.LastCommit(database, undo) =>
+  def rollBackLastCommit(wanted: CommitPoint => Boolean)(last: CommitPoint => WriteBatch => Unit)
+      : Option[CommitPoint] = guarded(kept match {
+    case Kept.LastCommit(database, undo, _) if wanted(undo.previous) =>
       val looked = undo.touched.points.map(k => k -> undo.priors.get(k))
       val known = looked.collect { case (k, Some(row)) => k -> row }
       val unknown = looked.collect { case (k, None) => k }
@@ -166,28 +191,65 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
       cache.forgetTouched(undo.touched)
       restore(database, undo.snapshot, known, keys, Long.MaxValue, undo.indexCut.map(TimeIndex.before))(last(undo.previous))
       releaseAll()
-      undo.previous
-    case _ => throw EngineErrors.nothingToRollBack(dir)
-  }
+      Some(undo.previous)
+    case _ => None
+  })
 
   /** Gives up the last commit's undo, keeping an early-commit snapshot (a replay moves the version on). */
-  def releaseLastCommit(): Unit = kept match {
-    case _: Kept.LastCommit => releaseAll()
-    case _ => ()
+  def releaseLastCommit(): Unit = guarded {
+    kept match {
+      case _: Kept.LastCommit => releaseAll()
+      case _ => ()
+    }
   }
 
   /** Releases whatever snapshot is kept (the database is being closed or replaced). */
-  def releaseAll(): Unit = {
+  def releaseAll(): Unit = guarded {
     val was = kept
     kept = Kept.Empty // first: even if releasing fails, no snapshot is released twice
     was match {
-      case Kept.LastCommit(database, undo) => database.db.releaseSnapshot(undo.snapshot)
+      case l: Kept.LastCommit => release(l)
       case Kept.BeforeEarlyCommits(database, before) => database.db.releaseSnapshot(before)
       case Kept.BeforeWritesAhead(database, before, lastCommit) =>
-        database.db.releaseSnapshot(before)
-        lastCommit.foreach(l => l.database.db.releaseSnapshot(l.undo.snapshot))
+        try database.db.releaseSnapshot(before) finally lastCommit.foreach(release)
       case Kept.Empty => ()
     }
+  }
+
+  /**
+   * For the heap budget, on any thread: gives up the last commit's undo that `claim` counts, if it
+   * is still the one kept, and returns whether it did. Never waits: while the owner holds its
+   * snapshots (a commit, a rollback, a close) the budget passes this store over.
+   */
+  private def dropForBudget(claim: HeapClaim): Boolean = lock.tryLock() && {
+    try {
+      val gone = kept match {
+        case l: Kept.LastCommit if l.claim.contains(claim) =>
+          kept = Kept.Empty
+          release(l)
+          true
+        case Kept.BeforeWritesAhead(database, before, Some(l)) if l.claim.contains(claim) =>
+          kept = Kept.BeforeWritesAhead(database, before, None) // an abort of the open version then keeps no undo
+          release(l)
+          true
+        case _ => false
+      }
+      if (gone) dropped.incrementAndGet()
+      gone
+    } finally lock.unlock()
+  }
+
+  /** The last commit's undo, counted by the heap budget if there is one. */
+  private def keptLastCommit(database: LocalDatabase, undo: Undo): Kept.LastCommit =
+    Kept.LastCommit(database, undo, heap.map(_.keepUndo(heapBytesOf(undo))(dropForBudget)))
+
+  /** Releases a last commit's snapshot, on its database, and takes it out of the heap budget's count. */
+  private def release(l: Kept.LastCommit): Unit =
+    try l.database.db.releaseSnapshot(l.undo.snapshot) finally l.claim.foreach(_.close())
+
+  private def guarded[T](body: => T): T = {
+    lock.lock()
+    try body finally lock.unlock()
   }
 
   /**
@@ -232,11 +294,26 @@ private[engine] object UndoSnapshots {
   private final case class Undo(snapshot: Snapshot, touched: TouchedKeys, priors: PriorRows, previous: CommitPoint,
       indexCut: Option[Long])
 
+  /**
+   * Heap an undo holds (the snapshot itself is native): each touched key's array and its slot in the
+   * vector, each range's arrays with the range and its `Some`, the kept rows ([[PriorRows.heapBytes]];
+   * their keys are the touched keys' arrays), and the few objects around them.
+   */
+  private def heapBytesOf(undo: Undo): Long = {
+    var bytes = 128L
+    undo.touched.points.foreach(key => bytes += StoredRow.arrayBytes(key.length) + 4L)
+    undo.touched.ranges.foreach { r =>
+      bytes += 40L + StoredRow.arrayBytes(r.from.length) + r.until.fold(0L)(u => StoredRow.arrayBytes(u.length))
+    }
+    bytes + undo.priors.heapBytes
+  }
+
   /** The one snapshot kept, with the database it was taken from (and must be released on). */
   private sealed trait Kept
   private object Kept {
     case object Empty extends Kept
-    final case class LastCommit(database: LocalDatabase, undo: Undo) extends Kept
+    /** `claim`: its count in the heap budget, if there is one. */
+    final case class LastCommit(database: LocalDatabase, undo: Undo, claim: Option[HeapClaim]) extends Kept
     final case class BeforeEarlyCommits(database: LocalDatabase, snapshot: Snapshot) extends Kept
     /** The committed view before a version's background writes, and the last commit's undo while it lasts. */
     final case class BeforeWritesAhead(database: LocalDatabase, snapshot: Snapshot, lastCommit: Option[LastCommit])

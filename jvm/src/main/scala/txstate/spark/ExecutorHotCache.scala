@@ -28,4 +28,7 @@ private[spark] object ExecutorHotCache {
         c
     }
   }
+
+  /** Heap the cache's entries hold now (0 before a store made it); the heap budget counts it. */
+  def usedBytes: Long = synchronized(cache).fold(0L)(_.usedBytes)
 }

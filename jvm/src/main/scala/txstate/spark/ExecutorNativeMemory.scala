@@ -22,7 +22,7 @@ private[spark] object ExecutorNativeMemory {
 
   /** The budget for a store opened with `maxBytes` (0: none, the store sizes its own native memory). */
   def forStore(maxBytes: Long): Option[NativeMemoryBudget] = if (maxBytes <= 0) None else synchronized {
-    if (!reported) reported = UnmanagedMemory.register(() => usedBytes)
+    if (!reported) reported = UnmanagedMemory.registerNative(() => usedBytes)
     budget match {
       case Some(b) =>
         if (b.limitBytes != maxBytes && !b.resize(maxBytes)) {

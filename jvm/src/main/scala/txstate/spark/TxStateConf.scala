@@ -18,10 +18,12 @@ import txstate.store.{StoreOptions, UncommittedLimits}
  * @param hotCacheBytes       the hot-state cache budget of the executor JVM (0: off), shared by its stores
  * @param nativeMemoryBytes   the RocksDB native memory budget of the executor JVM, shared by its stores
  *                            (0: off, each store sized by the engine options)
+ * @param heapMemoryBytes     the heap budget of the executor JVM, shared by its stores (0: off, undo always kept)
  */
 final case class TxStateConf(localDir: Option[String], store: StoreOptions, minVersionsToRetain: Int,
     ttl: StateTtl = StateTtl.off, hotCacheBytes: Long = TxStateConf.defaultHotCacheBytes,
-    nativeMemoryBytes: Long = TxStateConf.defaultNativeMemoryBytes)
+    nativeMemoryBytes: Long = TxStateConf.defaultNativeMemoryBytes,
+    heapMemoryBytes: Long = TxStateConf.defaultHeapMemoryBytes(TxStateConf.defaultHotCacheBytes))
 
 object TxStateConf {
   val prefix: String = SettingSpec.prefix
@@ -42,6 +44,17 @@ object TxStateConf {
    * took 1.6 GiB of block cache alone.
    */
   lazy val defaultNativeMemoryBytes: Long = amount(Map.empty, "maxNativeMemoryMB")
+
+  /**
+   * The heap budget per executor JVM unless set (docs/ARCHITECTURE.md, "Heap budget"): the hot-state
+   * cache's budget plus a tenth of the JVM's maximum heap. Spark lends `spark.memory.fraction` (60%)
+   * of the heap above 300 MiB to execution and storage; the rest, user memory, holds user code's
+   * objects and ours, so a tenth of the heap is about a quarter of it: 410 MiB on a 4 GiB executor
+   * (the running tasks' buffers, up to 64 MiB per store, and hundreds of stores' kept undo), 1.6 GiB
+   * on a 16 GiB one. The cache is added because its user sized it: turning it on must not push every
+   * undo out. Erring low costs little: a dropped undo costs a reload only when Spark re-runs that batch.
+   */
+  def defaultHeapMemoryBytes(hotCacheBytes: Long): Long = hotCacheBytes + Runtime.getRuntime.maxMemory / 10
 
   def from(conf: StateStoreConf): TxStateConf = {
     val ours = conf.sqlConfs.collect { case (k, v) if k.startsWith(prefix) => k.stripPrefix(prefix) -> v.trim }
@@ -65,7 +78,9 @@ object TxStateConf {
       minVersionsToRetain = math.max(conf.minVersionsToRetain, 1),
       ttl = StateTtl.from(ours),
       hotCacheBytes = amount(ours, "hotCacheSizeMB"),
-      nativeMemoryBytes = amount(ours, "maxNativeMemoryMB"))
+      nativeMemoryBytes = amount(ours, "maxNativeMemoryMB"),
+      heapMemoryBytes = SettingSpec("maxHeapMemoryMB").in(ours)
+        .getOrElse(defaultHeapMemoryBytes(amount(ours, "hotCacheSizeMB"))))
   }
 
   /** A setting that always has a number: its value in `ours`, else the specification's default. */

@@ -29,6 +29,14 @@ object TxStateMetrics {
     "txstate: RocksDB memory of the executor's stores under its budget (the shared block cache with the memtables charged to it)")
   val executorNativeMemoryLimitBytes = StateStoreCustomSizeMetric("txstateExecutorNativeMemoryLimitBytes",
     "txstate: the executor's RocksDB memory budget (maxNativeMemoryMB; 0 = off)")
+  // Executor-wide too (read the maximum): the heap budget's count and its limit.
+  val executorHeapBytes = StateStoreCustomSizeMetric("txstateExecutorHeapBytes",
+    "txstate: heap of the executor's stores under its budget (hot-state cache, kept undo, running buffers)")
+  val executorHeapLimitBytes = StateStoreCustomSizeMetric("txstateExecutorHeapLimitBytes",
+    "txstate: the executor's heap budget (maxHeapMemoryMB; 0 = off)")
+  // Per store, summed: each store reports its own undo dropped since its previous batch.
+  val undoDropped = StateStoreCustomSumMetric("txstateUndoDropped",
+    "txstate: undo of a last commit dropped to keep the executor under its heap budget (a re-run of that batch reloads)")
 
   val earlyCommits = StateStoreCustomSumMetric("txstateEarlyCommits",
     "txstate: early commits that moved uncommitted writes out of memory")
@@ -64,5 +72,5 @@ object TxStateMetrics {
     rollbacks, rebuilds, uncommittedEntries, uncommittedBytes, nativeMemoryBytes, earlyCommits, earlyCommitEntries,
     earlyCommitBytes, snapshotUploadedBytes, snapshotReusedBytes, snapshotLagVersions, forceSnapshotCount,
     expiredEntries, oldestEntryAgeMs, cacheHits, cacheMisses, cacheEvictions, cacheBytes, executorNativeMemoryBytes,
-    executorNativeMemoryLimitBytes)
+    executorNativeMemoryLimitBytes, executorHeapBytes, executorHeapLimitBytes, undoDropped)
 }

@@ -228,7 +228,10 @@ private[spark] final class TxStateStore(
       TxStateMetrics.cacheEvictions -> stats.cache.evictions,
       TxStateMetrics.cacheBytes -> stats.cache.bytes,
       TxStateMetrics.executorNativeMemoryBytes -> ExecutorNativeMemory.usedBytes,
-      TxStateMetrics.executorNativeMemoryLimitBytes -> ExecutorNativeMemory.limitBytes)
+      TxStateMetrics.executorNativeMemoryLimitBytes -> ExecutorNativeMemory.limitBytes,
+      TxStateMetrics.executorHeapBytes -> ExecutorHeapMemory.usedBytes,
+      TxStateMetrics.executorHeapLimitBytes -> ExecutorHeapMemory.limitBytes,
+      TxStateMetrics.undoDropped -> stats.undoDropped)
     // The newest uploaded snapshot once this batch committed (none uploaded yet: not reported).
     val lastSnapshot = stats.commit.map(_.point.version - stats.snapshotLagVersions).filter(_ > 0)
     InstanceMetrics.withSnapshotVersion(

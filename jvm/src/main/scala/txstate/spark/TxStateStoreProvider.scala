@@ -288,7 +288,7 @@ class TxStateStoreProvider extends StateStoreProvider with ProviderApiOfOtherLin
     if (closed) throw TxStateErrors.closedProvider(storeId)
     val inst = StoreInstance.open(LocalDirectories.claim(conf.localDir, storeId), storeId.storeCheckpointLocation(),
       hadoopConf, conf.store, storeId.toString, ExecutorHotCache.sized(conf.hotCacheBytes),
-      ExecutorNativeMemory.forStore(conf.nativeMemoryBytes))
+      ExecutorNativeMemory.forStore(conf.nativeMemoryBytes), ExecutorHeapMemory.forStore(conf.heapMemoryBytes))
     instanceOpt = Some(inst)
     LiveStores.register(storeId, TxStateCoordinator.runId(hadoopConf), this)
     writeSchemaFile()

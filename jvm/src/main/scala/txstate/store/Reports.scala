@@ -45,7 +45,7 @@ object SnapshotActivity {
 
 /**
  * What one batch did, for metrics: peaks of its uncommitted buffer, its early commits, the rows
- * TTL expired in it, and (once it committed) the commit and the instance's state right after it, so metrics read after the
+ * TTL expired in it, the instance's undo the heap budget dropped since the last batch, and (once it committed) the commit and the instance's state right after it, so metrics read after the
  * batch never touch an instance that may have been closed since.
  */
 final case class BatchStats(
@@ -60,7 +60,8 @@ final case class BatchStats(
     nativeMemoryBytes: Long = 0L,
     expiredEntries: Long = 0L,
     oldestWriteMs: Option[Long] = None,
-    cache: CacheStats = CacheStats.zero) {
+    cache: CacheStats = CacheStats.zero,
+    undoDropped: Long = 0L) {
   def withEarlyCommit(r: EarlyCommitReport): BatchStats =
     copy(earlyCommits = earlyCommits + 1, earlyCommitEntries = earlyCommitEntries + r.entries,
       earlyCommitBytes = earlyCommitBytes + r.segmentBytes)

@@ -106,7 +106,7 @@ final class StoreBatch private[store] (
     statsSoFar = statsSoFar.copy(commit = Some(report), snapshotActivity = owner.drainSnapshotActivity(),
       snapshotLagVersions = owner.snapshotLag, nativeMemoryBytes = owner.nativeMemoryUsed,
       oldestWriteMs = ttl.flatMap(rule => owner.oldestWriteMs(rule.applies)),
-      cache = owner.cacheStats.since(cacheAtStart))
+      cache = owner.cacheStats.since(cacheAtStart), undoDropped = owner.drainUndoDropped())
     end("committed")
     report
   }

@@ -10,8 +10,8 @@ import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
 import txstate.checkpoint.{ChangelogHeader, StoreCheckpoint}
-import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, EngineErrors, HotStateCache,
-  LocalStateException, NativeMemoryBudget, Transaction, TxEngine}
+import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, EngineErrors, HeapMemoryBudget,
+  HotStateCache, LocalStateException, NativeMemoryBudget, Transaction, TxEngine}
 
 /**
  * One store instance, and the single owner of everything it is made of: the local transactional
@@ -70,6 +70,9 @@ final class StoreInstance private (
 
   /** What this instance's part of the executor's hot-state cache did since it opened. */
   def cacheStats: CacheStats = engine.cacheStats
+
+  /** Undo of this instance's last commits the heap budget gave up since the last call (reported by the next committed batch). */
+  def drainUndoDropped(): Long = engine.drainUndoDropped()
 
   /** Snapshot uploads since the last call (reported by the next committed batch). */
   def drainSnapshotActivity(): SnapshotActivity = snapshotActivity.getAndSet(SnapshotActivity.none)
@@ -279,10 +282,10 @@ final class StoreInstance private (
     val local = engine.committed
     val clean = engine.inFlight.isEmpty
     if (clean && local.version == version && loader.holds(local, version, checkpointId)) (LoadPath.Reused, 0)
-    else if (clean && engine.committedBeforeLastCommit.exists(loader.holds(_, version, checkpointId))) {
-      engine.rollbackLastCommit()
-      (LoadPath.RolledBack, 0)
-    } else {
+    // Checked and rolled back in one step: the heap budget may drop the undo at any moment, and a
+    // dropped one sends the load on to the checkpoint below (docs/ARCHITECTURE.md, "Heap budget").
+    else if (clean && engine.rollbackLastCommitIf(loader.holds(_, version, checkpointId)).isDefined) (LoadPath.RolledBack, 0)
+    else {
       loader.catchUp(version, checkpointId) match {
         case Some(n) => (LoadPath.CaughtUp, n)
         case None => (LoadPath.Rebuilt, loader.rebuild(version, checkpointId))
@@ -308,13 +311,14 @@ object StoreInstance {
 
   /**
    * Opens the instance whose local database lives in `local` and whose checkpoint files live
-   * under `checkpointRoot`; its committed values may be cached in `cache`, and its native memory
-   * bounded by `budget` (None: sized by `options` alone), both shared with the other instances of
-   * the executor. On any failure everything opened so far is closed again (and the
+   * under `checkpointRoot`; its committed values may be cached in `cache`, its native memory
+   * bounded by `budget` (None: sized by `options` alone), and its kept undo and buffers counted in
+   * `heap` (None: undo always kept), all shared with the other instances of the executor. On any failure everything opened so far is closed again (and the
    * local directory released), so nothing leaks and no RocksDB lock is left held.
    */
   def open(local: LocalDirectory, checkpointRoot: Path, hadoopConf: Configuration, options: StoreOptions,
-      label: String, cache: HotStateCache = HotStateCache.off, budget: Option[NativeMemoryBudget] = None): StoreInstance = {
+      label: String, cache: HotStateCache = HotStateCache.off, budget: Option[NativeMemoryBudget] = None,
+      heap: Option[HeapMemoryBudget] = None): StoreInstance = {
     val opened = List.newBuilder[AutoCloseable]
     def closeOpened(cause: Throwable): Unit = opened.result().reverse.foreach { c =>
       try c.close() catch { case NonFatal(e) => cause.addSuppressed(e) }
@@ -323,7 +327,7 @@ object StoreInstance {
       opened += (() => local.release())
       val checkpoint = new StoreCheckpoint(checkpointRoot, hadoopConf)
       opened += checkpoint
-      val engine = openEngine(local, options, cache, budget, label)
+      val engine = openEngine(local, options, cache, budget, heap, label)
       opened += engine
       new StoreInstance(local, checkpoint, engine, new SnapshotStager(local.stagingDir, checkpoint), options, label)
     } catch {
@@ -341,14 +345,14 @@ object StoreInstance {
    * (docs/reliability.md, "Corruption matrix").
    */
   private def openEngine(local: LocalDirectory, options: StoreOptions, cache: HotStateCache,
-      budget: Option[NativeMemoryBudget], label: String): TxEngine =
-    try TxEngine.open(local.dir, options.engine, cache, budget)
+      budget: Option[NativeMemoryBudget], heap: Option[HeapMemoryBudget], label: String): TxEngine =
+    try TxEngine.open(local.dir, options.engine, cache, budget, heap)
     catch {
       case e: LocalStateException if local.stable && e.errorCode == EngineErrors.damagedDatabaseCode =>
         openLog.warn(s"txstate: the local directory of $label is damaged; wiping it, the load rebuilds from the " +
           s"checkpoint: ${e.getMessage}")
         TxEngine.delete(local.dir)
-        TxEngine.open(local.dir, options.engine, cache, budget)
+        TxEngine.open(local.dir, options.engine, cache, budget, heap)
     }
 
   private val openLog = LoggerFactory.getLogger(classOf[StoreInstance])

@@ -28,6 +28,7 @@ final class SettingsCasesTest extends AnyFunSuite with ProviderFixture {
     "blockCacheSizeMB" -> (_.store.engine.blockCacheBytes),
     "hotCacheSizeMB" -> (_.hotCacheBytes),
     "maxNativeMemoryMB" -> (_.nativeMemoryBytes),
+    "maxHeapMemoryMB" -> (_.heapMemoryBytes),
     "writeBufferSizeMB" -> (_.store.engine.writeBufferBytes),
     "maxWriteBufferNumber" -> (_.store.engine.maxWriteBuffers),
     "ttl" -> (_.ttl.default),
