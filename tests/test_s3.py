@@ -9,6 +9,9 @@ so every atomic write of the checkpoint takes Spark's non-atomic rename path.
   while every byte of txstate's state goes through s3a (the changelogs are objects in the bucket).
 - An executor killed mid-batch, before its store commits, with the checkpoint on S3: the same job
   and checks as test_executor_failure and test_hdfs.
+- What a steady batch reads (docs/ARCHITECTURE.md, "What a load reads"): a store instance that
+  committed a version and loads it for the next batch GETs no changelog back (it asks for the
+  object's status, a HEAD, and recognizes its own bytes by their entity tag).
 
 This module needs a Spark session with s3a on its classpath, so it runs in a pytest process of its
 own (`make test-s3`; `make test-python` leaves it out). It needs target/s3a-classpath.txt and
@@ -17,6 +20,7 @@ target/s3proxy-classpath.txt (`build/sbt s3/s3Classpath`); it fails, never skips
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -25,7 +29,7 @@ from typing import Iterator
 import pytest
 
 from harness import streaming_harness
-from harness.streaming_harness import assert_same_output, list_checkpoint, run_case
+from harness.streaming_harness import assert_same_output, await_available_now, list_checkpoint, run_case
 from servers.s3_server import BUCKET, S3Server, S3Unavailable
 from test_executor_failure import assert_exact_counts, run_kill_job
 from test_hdfs import HDFS_CASES
@@ -91,3 +95,41 @@ def test_an_executor_killed_before_its_store_commits_on_s3_leaves_exact_counts(
     batches, _ = run_kill_job(work_dir, plugin_jar, candidate_provider,
                               ["--s3", s3.endpoint, "--s3-bucket-dir", str(s3.path("").local)])
     assert_exact_counts(work_dir, batches, "S3")
+
+
+def test_steady_batches_on_s3_get_no_changelog_back(spark, candidate_provider, work_dir, s3):
+    batches = 8
+    source = work_dir / "input"
+    source.mkdir()
+    for batch in range(batches):
+        rows = (json.dumps({"k": (batch * 7 + i) % 50, "v": i}) for i in range(200))
+        (source / f"batch-{batch:02d}.json").write_text("\n".join(rows) + "\n")
+    provider = spark.conf.get("spark.sql.streaming.stateStore.providerClass", None)
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", candidate_provider)
+    # Keep every version: a cleanup round (maintenance, once a second here, not a batch) reads the
+    # header of the version it would delete below, which this test does not count.
+    retained = spark.conf.get("spark.sql.streaming.minBatchesToRetain")
+    spark.conf.set("spark.sql.streaming.minBatchesToRetain", "100")
+    try:
+        events = spark.readStream.schema("k long, v long").option("maxFilesPerTrigger", 1).json(str(source))
+        counts = events.groupBy("k").count()
+        query = (counts.writeStream.outputMode("update")
+                 .option("checkpointLocation", s3.uri("steady/checkpoint"))
+                 .foreachBatch(lambda df, _: df.write.format("noop").mode("overwrite").save())
+                 .trigger(availableNow=True).start())
+        await_available_now(query, 300, "the steady query on S3")
+        assert len({p["batchId"] for p in query.recentProgress}) == batches
+    finally:
+        for key, value in (("spark.sql.streaming.stateStore.providerClass", provider),
+                           ("spark.sql.streaming.minBatchesToRetain", retained)):
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+    # By path, not by position: the server keeps the last requests only, and earlier tests filled it.
+    changelogs = [(kind, path) for kind, path, _ in s3.recent_requests()
+                  if "/steady/checkpoint/state/" in path and path.endswith(".txlog")]
+    written = {path for kind, path in changelogs if kind == "COPY"}
+    assert len(written) >= batches, changelogs  # every store's versions went through s3a
+    gets = [path for kind, path in changelogs if kind == "GET"]
+    assert gets == [], f"steady loads read {len(gets)} changelogs back: {gets[:5]}"

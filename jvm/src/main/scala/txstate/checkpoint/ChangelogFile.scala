@@ -2,6 +2,7 @@ package txstate.checkpoint
 
 import java.io.{ByteArrayInputStream, DataInputStream, DataOutputStream, EOFException}
 import java.nio.charset.StandardCharsets.US_ASCII
+import java.security.MessageDigest
 
 import org.apache.hadoop.fs.Path
 
@@ -36,8 +37,9 @@ object ChangelogFile {
   private val deleteRangeTag: Byte = 3
 
   /** Writes the changelog; returns the bytes written. On failure nothing appears at `path`. */
-  def write(files: CheckpointFileManager, path: Path, header: ChangelogHeader, changes: Iterator[ChangeRecord]): Long =
-    FramedFile.write(files, path, magic, formatVersion) { out =>
+  def write(files: CheckpointFileManager, path: Path, header: ChangelogHeader, changes: Iterator[ChangeRecord],
+      digest: Option[MessageDigest] = None): Long =
+    FramedFile.write(files, path, magic, formatVersion, digest) { out =>
       out.writeLong(header.version)
       out.writeUTF(header.checkpointId)
       out.writeBoolean(header.baseCheckpointId.isDefined)
@@ -94,7 +96,7 @@ object ChangelogFile {
    */
   def readHeader(files: CheckpointReads, path: Path): ChangelogHeader = {
     val in =
-      try files.open(path)
+      try files.openPrefix(path, headerPrefixBytes)
       catch { case e: java.io.FileNotFoundException => throw CheckpointErrors.missingChangelog(path, e) }
     val prefix =
       try FramedFile.readPrefix(in, headerPrefixBytes)

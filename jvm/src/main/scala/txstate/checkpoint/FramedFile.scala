@@ -1,6 +1,7 @@
 package txstate.checkpoint
 
-import java.io.{BufferedOutputStream, ByteArrayInputStream, DataInputStream, DataOutputStream}
+import java.io.{BufferedOutputStream, ByteArrayInputStream, DataInputStream, DataOutputStream, OutputStream}
+import java.security.{DigestOutputStream, MessageDigest}
 import java.util.zip.CheckedOutputStream
 
 import scala.util.control.NonFatal
@@ -21,14 +22,15 @@ private[checkpoint] object FramedFile {
   /**
    * Writes a frame atomically through Spark's CheckpointFileManager (rename or object-store put),
    * so it is never seen half-written under its final name; on failure nothing appears at `path`.
-   * Returns the bytes written.
+   * Returns the bytes written; `digest`, when given, sees every one of them.
    */
-  def write(files: CheckpointFileManager, path: Path, magic: Array[Byte], formatVersion: Int)
-      (body: DataOutputStream => Unit): Long = {
+  def write(files: CheckpointFileManager, path: Path, magic: Array[Byte], formatVersion: Int,
+      digest: Option[MessageDigest] = None)(body: DataOutputStream => Unit): Long = {
     val target = files.createAtomic(path, true)
     try {
       val crc = JavaLibrary.newCrc32c()
-      val raw = new BufferedOutputStream(target, 1 << 16)
+      val sink: OutputStream = digest.fold[OutputStream](target)(new DigestOutputStream(target, _))
+      val raw = new BufferedOutputStream(sink, 1 << 16)
       val out = new DataOutputStream(new CheckedOutputStream(raw, crc))
       out.write(magic)
       out.writeInt(formatVersion)

@@ -12,16 +12,43 @@ import txstate.engine.ChangeRecord
  * The durable files of one store instance, read and written by its owner: [[CheckpointReader]]
  * plus every write (docs/ARCHITECTURE.md, "Files in a checkpoint").
  */
-final class StoreCheckpoint private (root: Path, files: CheckpointFileManager)
-    extends CheckpointReader(root, CheckpointReads.of(files)) with AutoCloseable {
-  def this(root: Path, hadoopConf: Configuration) = this(root, LocalCheckpointFileManager.forLocation(root, hadoopConf))
+final class StoreCheckpoint private (root: Path, files: CheckpointFileManager, identities: FileIdentities,
+    reads: CheckpointReads) extends CheckpointReader(root, reads) with AutoCloseable {
+  private def this(root: Path, files: CheckpointFileManager, hadoopConf: Configuration, local: Boolean) =
+    this(root, files, FileIdentities.forLocation(root, hadoopConf, local),
+      CheckpointReads.of(files, if (local) None else Some(root.getFileSystem(hadoopConf))))
+  private def this(root: Path, files: CheckpointFileManager, hadoopConf: Configuration) =
+    this(root, files, hadoopConf, files.isInstanceOf[LocalCheckpointFileManager])
+  def this(root: Path, hadoopConf: Configuration) =
+    this(root, LocalCheckpointFileManager.forLocation(root, hadoopConf), hadoopConf)
 
   @volatile private var rootExists = false
 
-  def writeChangelog(header: ChangelogHeader, idInName: Option[String], changes: Iterator[ChangeRecord]): Long = {
+  def writeChangelog(header: ChangelogHeader, idInName: Option[String], changes: Iterator[ChangeRecord]): Long =
+    writeOwnChangelog(header, idInName, changes).bytes
+
+  /**
+   * Writes the changelog of a commit and returns it with what recognizes the file later from its
+   * status alone (see [[stillAsWritten]]), where the file system offers that and the name may be
+   * rewritten: under checkpoint format v1 (no id in the name) every attempt of a version writes
+   * `<v>.txlog`; under v2 a name belongs to one attempt, and Spark names the attempt to load.
+   */
+  def writeOwnChangelog(header: ChangelogHeader, idInName: Option[String], changes: Iterator[ChangeRecord])
+      : WrittenChangelog = {
     ensureRoot()
-    ChangelogFile.write(files, changelogPath(header.version, idInName), header, changes)
+    val path = changelogPath(header.version, idInName)
+    val digest = if (idInName.isEmpty) identities.newDigest() else None
+    val bytes = ChangelogFile.write(files, path, header, changes, digest)
+    WrittenChangelog(header, path, bytes, if (idInName.isEmpty) identities.of(path, bytes, digest) else None)
   }
+
+  /**
+   * True only when the file at `written.path` is certainly still the one this process wrote, told
+   * from its status (one metadata request, or a local stat) without reading it. False whenever
+   * that cannot be told: the caller then reads the header as it would without this knowledge.
+   */
+  def stillAsWritten(written: WrittenChangelog): Boolean =
+    written.identity.exists(identities.unchanged(written.path, _))
 
   /** Creates the store directory once (Spark's file managers do not create parents on every file system). */
   private def ensureRoot(): Unit = if (!rootExists) {

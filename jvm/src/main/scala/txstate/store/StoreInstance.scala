@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.{ChangelogHeader, StoreCheckpoint}
+import txstate.checkpoint.{ChangelogHeader, StoreCheckpoint, WrittenChangelog}
 import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, EngineErrors, HeapMemoryBudget,
   HotStateCache, LocalStateException, NativeMemoryBudget, Transaction, TxEngine}
 
@@ -49,6 +49,8 @@ final class StoreInstance private (
   private val commitsMade = new AtomicLong()
   private var lastCleanupSaw: Option[(Long, Long)] = None
   private val snapshotActivity = new AtomicReference(SnapshotActivity.none)
+  // The changelog of this instance's newest commit (batch threads only, one at a time).
+  @volatile private var ownChangelog: Option[WrittenChangelog] = None
   private val loader = new CheckpointLoader(engine, checkpoint, options.idsInFileNames, label, { manifest =>
     snapshots.adopt(engine.incarnation, manifest)
     newestSnapshotVersion = manifest.version
@@ -173,11 +175,13 @@ final class StoreInstance private (
     val start = System.nanoTime()
     val point = pointOf(tx, attempt.fold(UUID.randomUUID().toString)(_.checkpointId))
     val header = ChangelogHeader.of(point, tx.base.checkpointId, attempt.fold(0)(_.segments))
-    val bytes = checkpoint.writeChangelog(header, idInName(header.checkpointId), tx.changes)
+    ownChangelog = None
+    val written = checkpoint.writeOwnChangelog(header, idInName(header.checkpointId), tx.changes)
     engine.commit(tx, point)
+    ownChangelog = Some(written)
     commitsMade.incrementAndGet()
     if (forceSnapshot || point.version % options.snapshotInterval == 0) stageSnapshot(point.version)
-    CommitReport(point, bytes, millisSince(start))
+    CommitReport(point, written.bytes, millisSince(start))
   }
 
   /** The commit point `tx` makes as `checkpointId`: this build's storage format, the batch's stamp and TTL index. */
@@ -281,17 +285,36 @@ final class StoreInstance private (
   private def loadVersion(version: Long, checkpointId: Option[String]): (LoadPath, Int) = {
     val local = engine.committed
     val clean = engine.inFlight.isEmpty
-    if (clean && local.version == version && loader.holds(local, version, checkpointId)) (LoadPath.Reused, 0)
+    if (clean && local.version == version && (ownChangelogHolds(local) || loader.holds(local, version, checkpointId))) {
+      (LoadPath.Reused, 0)
     // Checked and rolled back in one step: the heap budget may drop the undo at any moment, and a
     // dropped one sends the load on to the checkpoint below (docs/ARCHITECTURE.md, "Heap budget").
-    else if (clean && engine.rollbackLastCommitIf(loader.holds(_, version, checkpointId)).isDefined) (LoadPath.RolledBack, 0)
-    else {
+    } else if (clean && engine.rollbackLastCommitIf(loader.holds(_, version, checkpointId)).isDefined) {
+      (LoadPath.RolledBack, 0)
+    } else {
       loader.catchUp(version, checkpointId) match {
         case Some(n) => (LoadPath.CaughtUp, n)
         case None => (LoadPath.Rebuilt, loader.rebuild(version, checkpointId))
       }
     }
   }
+
+  /**
+   * Whether the local commit point is the version this instance committed last, with its changelog
+   * untouched since: then the header `holds` would read under checkpoint format v1 is the one this
+   * instance wrote, its id is the local one, and the load reads nothing (docs/ARCHITECTURE.md,
+   * "What a load reads"). Format v1 rewrites `<v>.txlog` on every attempt, so a retried or zombie
+   * task on another executor may have replaced it since: the file's status must still be ours
+   * (`stillAsWritten`: an S3 entity tag equal to the MD5 of our bytes, or the same local inode),
+   * else the header is read and a replaced file is never mistaken for ours. The knowledge is in
+   * memory only, so it never outlives this instance or its process. Under format v2 Spark names the
+   * id to load and `holds` reads nothing anyway.
+   */
+  private def ownChangelogHolds(local: CommitPoint): Boolean =
+    !options.idsInFileNames && ownChangelog.exists { written =>
+      written.header.version == local.version && local.checkpointId.contains(written.header.checkpointId) &&
+        checkpoint.stillAsWritten(written)
+    }
 
   private def idInName(id: String): Option[String] = loader.idInName(id)
 
