@@ -85,10 +85,6 @@ private[engine] object NativeOptions {
         .setAtomicFlush(true)
         .setMaxBackgroundJobs(2)
         .setMaxOpenFiles(256)
-        // The table cache in one shard, not 64: the shards cost every database about 35 KB up front
-        // (2,000 stores: 70 MB), and a store's reads come from one task at a time, so its one lock
-        // is rarely contended (docs/ARCHITECTURE.md, "Open files").
-        .setTableCacheNumshardbits(0)
       ownLast(NativeLog.install(dir, dbOptions))
       lease.foreach(l => dbOptions.setWriteBufferManager(l.writeBuffers))
       // The commit family holds a few small rows, yet each flush adds a file to it: compacting after
