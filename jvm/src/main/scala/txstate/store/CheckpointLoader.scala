@@ -74,7 +74,9 @@ private[store] final class CheckpointLoader(engine: TxEngine, checkpoint: Checkp
           try { restoreSnapshot(checkpoint.readManifest(level, id)); true }
           catch {
             case e: LocalStateException if e.errorCode == EngineErrors.newerRocksDbFilesCode =>
+              // The newest version names its writer; when the snapshot is that version, its own changelog does.
               val writer = chain.sortBy(_.version).lastOption.map(_.writtenBy)
+                .orElse(scala.util.Try(checkpoint.readChangelogHeader(level, idInName(id)).writtenBy).toOption)
               throw StoreErrors.writtenByNewerLine(version, label, checkpoint.root, level, writer, e)
             case NonFatal(e) =>
               log.warn(s"txstate: snapshot of version $level of $label is unusable, falling back to an older one: " +
