@@ -1,7 +1,8 @@
 """txstate with its checkpoint on S3: Hadoop's s3a:// connector (hadoop-aws at the Hadoop version
 pyspark ships) against a real S3-compatible server, s3proxy, in its own JVM on loopback, started once
 for this module (tests/servers/s3_server.py) and stopped at its end. On S3 a rename is a copy and a delete,
-so every atomic write of the checkpoint takes Spark's non-atomic rename path.
+so txstate writes its files straight to their names (docs/ARCHITECTURE.md, "Writes on object stores"),
+and Spark's own logs take Spark's non-atomic rename path.
 
 - Operator equivalence: a case per state shape from test_operator_equivalence (an aggregation, a
   deduplication with eviction, the four stores of a stream-stream outer join), each with a stop
@@ -11,7 +12,10 @@ so every atomic write of the checkpoint takes Spark's non-atomic rename path.
   and checks as test_executor_failure and test_hdfs.
 - What a steady batch reads (docs/ARCHITECTURE.md, "What a load reads"): a store instance that
   committed a version and loads it for the next batch GETs no changelog back (it asks for the
-  object's status, a HEAD, and recognizes its own bytes by their entity tag).
+  object's status, a HEAD, and recognizes its own bytes by their entity tag), and writes each changelog
+  with one PUT under its name, never a copy.
+- A write abandoned midway (a failure while the file's bytes are written) leaves no object under the
+  name, and the one before it stays whole.
 
 This module needs a Spark session with s3a on its classpath, so it runs in a pytest process of its
 own (`make test-s3`; `make test-python` leaves it out). It needs target/s3a-classpath.txt and
@@ -80,13 +84,13 @@ def test_a_checkpoint_on_s3_emits_what_spark_emits_batch_by_batch_across_a_resta
     assert len(candidate.run_batch_ids) == 2 and all(candidate.run_batch_ids)
     assert_same_output(reference, candidate, case.name)
     # The state really went through s3a: every store instance's changelogs are objects in the
-    # bucket, and the server was asked to copy (the renames of atomic writes).
+    # bucket, each uploaded by a PUT.
     stores = list_checkpoint(checkpoint)
     assert all(store.changelogs for store in stores), [str(s.path) for s in stores]
     assert str(stores[0].path).startswith(f"s3a://{BUCKET}/equivalence/")
     after = s3.counters()
-    copies = after.get("requests.COPY", 0) - before.get("requests.COPY", 0)
-    assert copies >= sum(len(store.changelogs) for store in stores), (before, after)
+    puts = after.get("requests.PUT", 0) - before.get("requests.PUT", 0)
+    assert puts >= sum(len(store.changelogs) for store in stores), (before, after)
 
 
 def test_an_executor_killed_before_its_store_commits_on_s3_leaves_exact_counts(
@@ -129,7 +133,33 @@ def test_steady_batches_on_s3_get_no_changelog_back(spark, candidate_provider, w
     # By path, not by position: the server keeps the last requests only, and earlier tests filled it.
     changelogs = [(kind, path) for kind, path, _ in s3.recent_requests()
                   if "/steady/checkpoint/state/" in path and path.endswith(".txlog")]
-    written = {path for kind, path in changelogs if kind == "COPY"}
+    written = {path for kind, path in changelogs if kind == "PUT"}
     assert len(written) >= batches, changelogs  # every store's versions went through s3a
+    copies = [path for kind, path in changelogs if kind == "COPY"]
+    assert copies == [], f"changelogs renamed into place (a copy each), not written to their names: {copies[:5]}"
     gets = [path for kind, path in changelogs if kind == "GET"]
     assert gets == [], f"steady loads read {len(gets)} changelogs back: {gets[:5]}"
+
+
+def test_a_write_abandoned_midway_on_s3_leaves_no_object(spark, s3):
+    # The file manager a store uses for an s3a:// store directory, in the JVM the queries run in.
+    jvm = spark.sparkContext._jvm
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    key = "abandoned/state/0/0"
+    store_dir = jvm.org.apache.hadoop.fs.Path(s3.uri(key))
+    files = jvm.txstate.checkpoint.LocalCheckpointFileManager.forLocation(store_dir, hadoop_conf)
+    assert files.getClass().getSimpleName() == "DirectPutCheckpointFileManager"
+
+    def write(name: str, body: bytes, finish: str) -> None:
+        out = files.createAtomic(jvm.org.apache.hadoop.fs.Path(store_dir, name), True)
+        out.write(bytearray(body))
+        getattr(out, finish)()  # close publishes; cancel is what FramedFile calls when a body throws
+
+    whole = os.urandom(1 << 20)
+    write("1.txlog", whole, "close")
+    assert (s3.path(key).local / "1.txlog").read_bytes() == whole
+    write("1.txlog", os.urandom(1 << 19), "cancel")
+    assert (s3.path(key).local / "1.txlog").read_bytes() == whole, "an abandoned rewrite replaced the whole file"
+    write("2.txlog", b"partial", "cancel")
+    assert not (s3.path(key).local / "2.txlog").exists(), "an abandoned first write left an object under its name"
+    files.close()

@@ -75,9 +75,15 @@ final class LocalCheckpointFileManager(hadoopConf: Configuration) extends Checkp
 }
 
 object LocalCheckpointFileManager {
-  /** Ours for `file:` locations, Spark's (atomic on every Hadoop file system) for the rest. */
+  /**
+   * Ours for `file:` locations and for object stores that can abandon a write
+   * ([[DirectPutCheckpointFileManager]]), Spark's (atomic on every Hadoop file system) for the rest.
+   */
   def forLocation(root: Path, hadoopConf: Configuration): CheckpointFileManager =
     // getUri, not getScheme: some Hadoop file systems do not implement getScheme (SPARK-18342).
     if (root.getFileSystem(hadoopConf).getUri.getScheme == "file") new LocalCheckpointFileManager(hadoopConf)
-    else CheckpointFileManager.create(root, hadoopConf)
+    else {
+      lazy val spark = CheckpointFileManager.create(root, hadoopConf)
+      DirectPutCheckpointFileManager.forLocation(root, hadoopConf, spark).getOrElse(spark)
+    }
 }
