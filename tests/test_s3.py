@@ -15,7 +15,7 @@ and Spark's own logs take Spark's non-atomic rename path.
   object's status, a HEAD, and recognizes its own bytes by their entity tag), and writes each changelog
   with one PUT under its name, never a copy.
 - A write abandoned midway (a failure while the file's bytes are written) leaves no object under the
-  name, and the one before it stays whole.
+  name, and the one before it stays whole; a user's own checkpoint file manager class is kept.
 
 This module needs a Spark session with s3a on its classpath, so it runs in a pytest process of its
 own (`make test-s3`; `make test-python` leaves it out). It needs target/s3a-classpath.txt and
@@ -163,3 +163,9 @@ def test_a_write_abandoned_midway_on_s3_leaves_no_object(spark, s3):
     write("2.txlog", b"partial", "cancel")
     assert not (s3.path(key).local / "2.txlog").exists(), "an abandoned first write left an object under its name"
     files.close()
+    # A user who names Spark's checkpoint file manager class keeps it for txstate's files too.
+    chosen = jvm.org.apache.hadoop.conf.Configuration(hadoop_conf)
+    spark_manager = "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
+    chosen.set("spark.sql.streaming.checkpointFileManagerClass", spark_manager)
+    theirs = jvm.txstate.checkpoint.LocalCheckpointFileManager.forLocation(store_dir, chosen)
+    assert theirs.getClass().getName() == spark_manager
