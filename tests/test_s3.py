@@ -147,6 +147,7 @@ def test_a_write_abandoned_midway_on_s3_leaves_no_object(spark, s3):
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     key = "abandoned/state/0/0"
     store_dir = jvm.org.apache.hadoop.fs.Path(s3.uri(key))
+    stored = s3.path(key).local  # the bucket's objects, as s3proxy keeps them on disk
     files = jvm.txstate.checkpoint.LocalCheckpointFileManager.forLocation(store_dir, hadoop_conf)
     assert files.getClass().getSimpleName() == "DirectPutCheckpointFileManager"
 
@@ -157,11 +158,11 @@ def test_a_write_abandoned_midway_on_s3_leaves_no_object(spark, s3):
 
     whole = os.urandom(1 << 20)
     write("1.txlog", whole, "close")
-    assert (s3.path(key).local / "1.txlog").read_bytes() == whole
+    assert (stored / "1.txlog").read_bytes() == whole
     write("1.txlog", os.urandom(1 << 19), "cancel")
-    assert (s3.path(key).local / "1.txlog").read_bytes() == whole, "an abandoned rewrite replaced the whole file"
+    assert (stored / "1.txlog").read_bytes() == whole, "an abandoned rewrite replaced the whole file"
     write("2.txlog", b"partial", "cancel")
-    assert not (s3.path(key).local / "2.txlog").exists(), "an abandoned first write left an object under its name"
+    assert not (stored / "2.txlog").exists(), "an abandoned first write left an object under its name"
     files.close()
     # A user who names Spark's checkpoint file manager class keeps it for txstate's files too.
     chosen = jvm.org.apache.hadoop.conf.Configuration(hadoop_conf)

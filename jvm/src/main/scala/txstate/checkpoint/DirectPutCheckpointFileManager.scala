@@ -54,13 +54,16 @@ final class DirectPutCheckpointFileManager private (fs: FileSystem, spark: Check
 object DirectPutCheckpointFileManager {
   // Hadoop's CommonPathCapabilities.ABORTABLE_STREAM and S3A's Constants.FS_S3A_CREATE_PERFORMANCE,
   // by value: the second is an option S3A reads and every other file system ignores.
-  private[checkpoint] val abortableStreams = "fs.capability.outputstream.abortable"
+  private val abortableStreams = "fs.capability.outputstream.abortable"
   private val createPerformance = "fs.s3a.create.performance"
   // A user who names Spark's checkpoint file manager class chose how files are written: theirs is used.
   private val sparkManagerClass = "spark.sql.streaming.checkpointFileManagerClass"
 
-  /** Ours where `root`'s file system abandons streams and the user chose no manager of their own. */
-  def forLocation(root: Path, hadoopConf: Configuration, spark: => CheckpointFileManager): Option[CheckpointFileManager] = {
+  /**
+   * Ours, over `spark` (Spark's manager for `root`, which serves everything but writing), where
+   * `root`'s file system abandons streams and the user chose no manager of their own.
+   */
+  def forLocation(root: Path, hadoopConf: Configuration, spark: CheckpointFileManager): Option[CheckpointFileManager] = {
     val fs = root.getFileSystem(hadoopConf)
     val abortable = Try(fs.hasPathCapability(root, abortableStreams)).getOrElse(false)
     if (abortable && hadoopConf.get(sparkManagerClass) == null) Some(new DirectPutCheckpointFileManager(fs, spark))

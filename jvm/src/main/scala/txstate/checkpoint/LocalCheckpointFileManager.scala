@@ -83,7 +83,7 @@ object LocalCheckpointFileManager {
     // getUri, not getScheme: some Hadoop file systems do not implement getScheme (SPARK-18342).
     if (root.getFileSystem(hadoopConf).getUri.getScheme == "file") new LocalCheckpointFileManager(hadoopConf)
     else {
-      lazy val spark = CheckpointFileManager.create(root, hadoopConf)
+      val spark = CheckpointFileManager.create(root, hadoopConf) // reads, lists and deletes, under ours too
       DirectPutCheckpointFileManager.forLocation(root, hadoopConf, spark).getOrElse(spark)
     }
 }
