@@ -2,8 +2,9 @@
 
 Run by test_native_memory.py in its own process (its own SparkContext, a real executor JVM). Every
 store of the executor shares one RocksDB native memory budget (`maxNativeMemoryMB`); the job writes
-two small parquet files, runs one micro-batch per file, and reports each batch's progress. It asserts
-nothing: the test reads the budget's metrics from the progress.
+two small parquet files, runs one micro-batch per file, and reports each batch's progress and where
+the executor keeps its stores' local directories. It asserts nothing: the test reads the budget's
+metrics from the progress, and checks that the stores' directories are gone once the executor exits.
 
 Usage: native_memory_job.py --work-dir DIR --result FILE --max-native-mb N [--partitions P]
 """
@@ -38,6 +39,11 @@ def build_session(partitions: int, max_native_mb: int):
     })
 
 
+def store_directories(app_dir: Path) -> list[Path]:
+    """The executors' local RocksDB directories of this application (none once its executors exit)."""
+    return sorted(p for p in app_dir.glob("*/txstate/op*") if p.is_dir())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--work-dir", required=True, type=Path)
@@ -64,8 +70,11 @@ def main() -> int:
         query = (counts.writeStream.format("noop").outputMode("update").trigger(availableNow=True)
                  .option("checkpointLocation", str(args.work_dir / "checkpoint")).start())
         query.awaitTermination(240)
+        # The standalone worker runs each executor in $SPARK_HOME/work/<app>/<executor>.
+        app_dir = Path(os.environ["SPARK_HOME"]) / "work" / spark.sparkContext.applicationId
         report = {"progress": [json.loads(p.json) for p in query.recentProgress],
-                  "error": str(query.exception()) if query.exception() else None}
+                  "error": str(query.exception()) if query.exception() else None,
+                  "app_dir": str(app_dir), "store_dirs_while_running": len(store_directories(app_dir))}
         args.result.write_text(json.dumps(report, indent=1, default=str))
     finally:
         spark.stop()

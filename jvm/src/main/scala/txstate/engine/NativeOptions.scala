@@ -50,6 +50,7 @@ private[engine] final class NativeOptions private (
 }
 
 private[engine] object NativeOptions {
+  val manifestPreallocationBytes: Long = 64L << 10
 
   /**
    * Creates the option objects of an engine, under `budget`'s shared cache and write-buffer manager
@@ -85,6 +86,9 @@ private[engine] object NativeOptions {
         .setAtomicFlush(true)
         .setMaxBackgroundJobs(2)
         .setMaxOpenFiles(256)
+        // RocksDB reserves 4 MiB of disk for each new MANIFEST; ours stay under a few KiB, and 500
+        // stores on one executor would reserve 2 GiB (docs/ARCHITECTURE.md, "Local disk").
+        .setManifestPreallocationSize(NativeOptions.manifestPreallocationBytes)
       ownLast(NativeLog.install(dir, dbOptions))
       lease.foreach(l => dbOptions.setWriteBufferManager(l.writeBuffers))
       // The commit family holds a few small rows, yet each flush adds a file to it: compacting after

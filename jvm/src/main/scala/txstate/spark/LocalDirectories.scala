@@ -16,7 +16,7 @@ import txstate.store.LocalDirectory
  * a stable directory (named after its checkpoint location) that survives restarts and is reused
  * when its commit point is on the requested lineage; a file lock keeps two providers (in this JVM
  * or another process on the host) out of the same one. Otherwise each provider gets a fresh
- * directory, deleted on close. The store instance owns what is claimed here and releases it.
+ * directory, deleted on close (or at exit). The store instance owns what is claimed here and releases it.
  */
 private[spark] object LocalDirectories {
   def claim(configured: Option[String], storeId: StateStoreId): LocalDirectory = {
@@ -27,13 +27,13 @@ private[spark] object LocalDirectories {
         val dir = new File(parent, instanceName)
         tryLock(new File(parent, instanceName + ".lock")) match {
           case Some(lock) => LocalDirectory(dir, stable = true, Some(lock))
-          case None => LocalDirectory(new File(parent, s"$instanceName-${UUID.randomUUID()}"), stable = false, None)
+          case None => LocalDirectory.temporary(new File(parent, s"$instanceName-${UUID.randomUUID()}"))
         }
       case None =>
         val root = if (SparkEnv.get != null) new File(SparkFiles.getRootDirectory())
           else new File(System.getProperty("java.io.tmpdir"))
         val parent = ensureDir(new File(root, "txstate"), root.getPath)
-        LocalDirectory(new File(parent, s"$instanceName-${UUID.randomUUID()}"), stable = false, None)
+        LocalDirectory.temporary(new File(parent, s"$instanceName-${UUID.randomUUID()}"))
     }
   }
 
