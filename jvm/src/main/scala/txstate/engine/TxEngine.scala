@@ -174,6 +174,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       val keep = !timeIndex.dropping(committedPoint, point)
       undo.keepingUndo(database, tx, committedPoint, keep)(write(clearsInFlight = false))
     }
+    database.noteBatch(tx.uncommittedEntries)
     tx.afterCommit()
     versionWritten(point)
     givingBackMemtables()
