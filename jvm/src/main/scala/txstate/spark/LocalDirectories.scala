@@ -27,13 +27,13 @@ private[spark] object LocalDirectories {
         val dir = new File(parent, instanceName)
         tryLock(new File(parent, instanceName + ".lock")) match {
           case Some(lock) => LocalDirectory(dir, stable = true, Some(lock))
-          case None => LocalDirectory.temporary(new File(parent, s"$instanceName-${UUID.randomUUID()}"))
+          case None => LocalDirectory.deletedAtExit(new File(parent, s"$instanceName-${UUID.randomUUID()}"))
         }
       case None =>
         val root = if (SparkEnv.get != null) new File(SparkFiles.getRootDirectory())
           else new File(System.getProperty("java.io.tmpdir"))
         val parent = ensureDir(new File(root, "txstate"), root.getPath)
-        LocalDirectory.temporary(new File(parent, s"$instanceName-${UUID.randomUUID()}"))
+        LocalDirectory.deletedAtExit(new File(parent, s"$instanceName-${UUID.randomUUID()}"))
     }
   }
 

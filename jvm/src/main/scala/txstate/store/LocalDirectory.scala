@@ -6,6 +6,8 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
+import org.apache.hadoop.util.ShutdownHookManager
+
 import txstate.engine.TxEngine
 
 /**
@@ -30,14 +32,19 @@ final case class LocalDirectory(dir: File, stable: Boolean, lock: Option[(FileCh
 }
 
 object LocalDirectory {
+  /** A directory used once and deleted on close. */
+  def temporary(dir: File): LocalDirectory = LocalDirectory(dir, stable = false, None)
+
   /**
-   * A directory used once and deleted on close. If the JVM exits first (an executor stopped with
-   * its stores open, as every standalone executor is when its application ends), a shutdown hook
-   * deletes it: it would otherwise stay in the executor's work directory, a few MiB per store
-   * instance, until someone cleans the worker by hand (docs/ARCHITECTURE.md, "Local disk").
+   * A directory used once, deleted on close or, if the JVM exits first, by a shutdown hook: for a
+   * store whose owner never closes it at exit. Spark's executors are such owners: a standalone
+   * executor exits with its stores open when its application ends, and the directory would stay in
+   * the worker's work directory, until someone cleans it by hand (docs/ARCHITECTURE.md, "Local
+   * disk"). Owners that close their stores in a shutdown hook of their own (queries, followers) use
+   * [[temporary]]: a directory deleted under RocksDB's close makes it warn of a missing MANIFEST.
    */
-  def temporary(dir: File): LocalDirectory = {
-    val local = LocalDirectory(dir, stable = false, None)
+  def deletedAtExit(dir: File): LocalDirectory = {
+    val local = temporary(dir)
     openAtExit.put(local, ())
     exitHook
     local
@@ -45,14 +52,15 @@ object LocalDirectory {
 
   private val openAtExit = new ConcurrentHashMap[LocalDirectory, Unit]()
 
-  // Installed on the first temporary directory. Deleting a directory whose database is still open
-  // is safe on POSIX file systems: the process is exiting, and open files stay readable until closed.
-  private lazy val exitHook: Unit = {
-    sys.addShutdownHook {
-      openAtExit.keySet().forEach { local =>
-        local.disposable.foreach(d => try TxEngine.delete(d) catch { case NonFatal(_) => () })
-      }
-    }
-    ()
-  }
+  // Installed with the first such directory, in Hadoop's shutdown hook manager, which runs its
+  // hooks one after another by priority: after Spark's (priority 40: a local-mode SparkContext
+  // closes its providers there, deleting their directories itself) and before FileSystem's (10).
+  // Deleting a directory whose database is still open is safe on POSIX file systems: the process is
+  // exiting, and open files stay readable until closed.
+  private lazy val exitHook: Unit = ShutdownHookManager.get().addShutdownHook(() =>
+    openAtExit.keySet().forEach { local =>
+      local.disposable.foreach(d => try TxEngine.delete(d) catch { case NonFatal(_) => () })
+    }, exitHookPriority)
+
+  private val exitHookPriority = 20
 }
