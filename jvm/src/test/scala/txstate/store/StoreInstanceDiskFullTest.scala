@@ -68,8 +68,9 @@ final class StoreInstanceDiskFullTest extends AnyFunSuite with TempDirectories {
         limits = UncommittedLimits(None, Some(256L << 10)))
       val inst = StoreInstance.open(LocalDirectory(local, stable = true, None),
         new Path(newTempPath("checkpoint").toURI), new Configuration(), options, "stalled store")
+      val filler = new File(mount, "filler")
       try {
-        fill(mount, "filler", leaveFree = 192L << 10)
+        fill(mount, filler.getName, leaveFree = 192L << 10)
         val random = new Random(18)
         val outcome = new java.util.concurrent.CompletableFuture[Throwable]()
         // A daemon thread: if RocksDB never returns, it must not keep the test JVM alive.
@@ -94,7 +95,13 @@ final class StoreInstanceDiskFullTest extends AnyFunSuite with TempDirectories {
           case e: LocalStateException => assert(e.errorCode == "TXSTATE_LOCAL_DISK_FULL", e.getMessage)
           case other => throw other
         }
-      } finally inst.close()
+      } finally {
+        // Space back first: the close flushes what the abort restored, which a full disk refuses
+        // (a close on a full disk is the next test's subject). Whether the abort's writes are still
+        // in memtables then depends on RocksDB's background flush.
+        filler.delete()
+        inst.close()
+      }
     }
   }
 
