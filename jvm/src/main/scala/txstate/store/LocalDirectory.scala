@@ -53,8 +53,8 @@ object LocalDirectory {
   private val openAtExit = new ConcurrentHashMap[LocalDirectory, Unit]()
 
   // Installed with the first such directory, in Hadoop's shutdown hook manager, which runs its
-  // hooks one after another by priority: after Spark's (priority 40: a local-mode SparkContext
-  // closes its providers there, deleting their directories itself) and before FileSystem's (10).
+  // hooks one after another by priority: after Spark's (priority 40: whatever Spark still closes
+  // at exit is closed before this runs) and before FileSystem's (10).
   // Deleting a directory whose database is still open is safe on POSIX file systems: the process is
   // exiting, and open files stay readable until closed.
   private lazy val exitHook: Unit = ShutdownHookManager.get().addShutdownHook(() =>
