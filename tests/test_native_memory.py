@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster_tasks import run_job_script, wait_for
+from harness.cluster_tasks import run_job_script, store_entries, wait_for
 
 TESTS_DIR = Path(__file__).resolve().parent
 JOB = TESTS_DIR / "jobs" / "native_memory_job.py"
@@ -57,5 +57,5 @@ def test_an_executor_that_exits_with_its_stores_open_leaves_no_local_directories
     directory for good (docs/ARCHITECTURE.md, "Local disk")."""
     assert report["store_dirs_while_running"] >= PARTITIONS, report["store_dirs_while_running"]
     app_dir = Path(report["app_dir"])
-    left = wait_for(lambda: not list(app_dir.glob("*/txstate/op*")), timeout_s=30)
-    assert left, f"{len(list(app_dir.glob('*/txstate/op*')))} store directories left in {app_dir}"
+    gone = wait_for(lambda: not store_entries(app_dir), timeout_s=30)
+    assert gone, f"{len(store_entries(app_dir))} store directories left in {app_dir}"

@@ -124,6 +124,12 @@ def check_killed_before_commit(report: dict, log: str, kill_batch: int, min_segm
 # For the jobs: executors and their running stateful tasks
 
 
+def store_entries(app_dir: Path) -> list[Path]:
+    """What the executors of the application in `app_dir` ($SPARK_HOME/work/<app>) hold under their
+    local txstate directory: one directory per open store (and its staging area); none once they exit."""
+    return sorted(app_dir.glob("*/txstate/op*"))
+
+
 def wait_for(predicate: Callable[[], T], timeout_s: float, step_s: float = 0.1) -> T | None:
     """Polls `predicate` until it returns something truthy (returned), or None after timeout_s."""
     deadline = time.monotonic() + timeout_s

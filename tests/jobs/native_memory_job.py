@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the harness package
 
 from harness import streaming_harness  # noqa: E402
-from harness.cluster_tasks import local_cluster_session  # noqa: E402
+from harness.cluster_tasks import local_cluster_session, store_entries  # noqa: E402
 
 TXSTATE = "spark.sql.streaming.stateStore.txstate."
 
@@ -37,11 +37,6 @@ def build_session(partitions: int, max_native_mb: int):
         "spark.sql.streaming.stateStore.minDeltasForSnapshot": "10",
         TXSTATE + "maxNativeMemoryMB": str(max_native_mb),
     })
-
-
-def store_directories(app_dir: Path) -> list[Path]:
-    """The executors' local RocksDB directories of this application (none once its executors exit)."""
-    return sorted(p for p in app_dir.glob("*/txstate/op*") if p.is_dir())
 
 
 def main() -> int:
@@ -74,7 +69,7 @@ def main() -> int:
         app_dir = Path(os.environ["SPARK_HOME"]) / "work" / spark.sparkContext.applicationId
         report = {"progress": [json.loads(p.json) for p in query.recentProgress],
                   "error": str(query.exception()) if query.exception() else None,
-                  "app_dir": str(app_dir), "store_dirs_while_running": len(store_directories(app_dir))}
+                  "app_dir": str(app_dir), "store_dirs_while_running": len(store_entries(app_dir))}
         args.result.write_text(json.dumps(report, indent=1, default=str))
     finally:
         spark.stop()
