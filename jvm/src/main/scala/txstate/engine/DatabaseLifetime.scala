@@ -141,12 +141,21 @@ private[engine] final class DatabaseLifetime(dir: File, options: EngineOptions, 
     database.families.map(db.getLongProperty(_, "rocksdb.cur-size-all-mem-tables")).sum
   }
 
-  /** Once: `forget` drops what the engine kept of the database, then the database and the options close. */
-  def close(forget: => Unit): Unit = if (!closed) {
+  /**
+   * Once: `forget` drops what the engine kept of the database, then the database and the options close.
+   * A database that refused a write closes without a flush, which it would refuse too. A flush that
+   * fails anyway (the disk filled after the last batch) still closes every handle, and what it dropped
+   * is returned, not thrown: every version it held is in the checkpoint, and the next open of the
+   * directory catches up from there.
+   */
+  def close(forget: => Unit): Option[RocksDBException] = if (closed) None else {
     closed = true
     try {
       forget
-      views.excludingReaders(database.close())
+      views.excludingReaders {
+        try { database.close(flush = failedWrite.isEmpty); None }
+        catch { case e: RocksDBException => Some(e) }
+      }
     } finally natives.close()
   }
 

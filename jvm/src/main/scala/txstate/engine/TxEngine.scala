@@ -353,7 +353,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   /** Live memtable bytes of this instance's database (under a budget, charged to its shared cache); 0 once closed. */
   def memtableBytes: Long = lifetime.memtableBytes
 
-  def close(): Unit = lifetime.close {
+  def close(): Unit = { closeReportingDroppedFlush(); () }
+  /** Closes once; returns the unflushed writes a flush the disk refused dropped (see [[DatabaseLifetime.close]]). */
+  def closeReportingDroppedFlush(): Option[RocksDBException] = lifetime.close {
     background.abandon() // no write may still run on a database being closed
     writingAheadOf = None
     cache.close()

@@ -110,6 +110,7 @@ final class FollowerReplica private (
     if (!closed) {
       closed = true
       memoryAfterLastStep = 0L
+      // What a refused flush dropped does not matter here: the local copy is deleted next.
       try engine.close() finally local.release()
     }
   }

@@ -240,7 +240,9 @@ final class StoreInstance private (
     state = Closed
     closed = true
     val failures = Seq[(String, () => Unit)](
-      "the local engine" -> (() => engine.close()),
+      "the local engine" -> (() => engine.closeReportingDroppedFlush().foreach(dropped => log.warn(s"txstate: $label dropped the " +
+        "unflushed writes of its local database on closing it (its versions are in the checkpoint, and the next " +
+        "open of the directory replays them)", dropped))),
       "the snapshot staging area" -> (() => snapshots.close()),
       "the checkpoint file manager" -> (() => checkpoint.close()),
       s"the local directory ${local.dir}" -> (() => local.release())).flatMap { case (part, close) =>
