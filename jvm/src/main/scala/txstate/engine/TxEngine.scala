@@ -354,7 +354,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   def memtableBytes: Long = lifetime.memtableBytes
 
   def close(): Unit = { closeReportingDroppedFlush(); () }
-  /** Closes once; returns the unflushed writes a flush the disk refused dropped (see [[DatabaseLifetime.close]]). */
+  /** Closes once; a close flush the disk refused is returned, its writes dropped (see [[DatabaseLifetime.close]]). */
   def closeReportingDroppedFlush(): Option[RocksDBException] = lifetime.close {
     background.abandon() // no write may still run on a database being closed
     writingAheadOf = None
