@@ -180,7 +180,7 @@ final class StoreInstanceDiskFullTest extends AnyFunSuite with TempDirectories {
     "on the same directory once space is back catches up exactly from the checkpoint") {
     withTmpfs("16m") { mount =>
       val local = new File(mount, "db")
-      // 8 MiB memtables: the committed batches are still unflushed when the disk fills.
+      // 8 MiB memtables: each writer's version is still in a memtable when it closes.
       val options = StoreOptions(engine = EngineOptions(writeBufferBytes = 8L << 20))
       val checkpoint = new Path(newTempPath("checkpoint").toURI)
       def open(label: String) =
@@ -188,15 +188,15 @@ final class StoreInstanceDiskFullTest extends AnyFunSuite with TempDirectories {
       val random = new Random(31)
       val model = (1 to 3).foldLeft(Map.empty[String, String]) { (model, version) =>
         val rows = (1 to 500).map(i => f"v$version-k$i%04d" -> random.alphanumeric.take(200).mkString).toMap
-        val first = open(s"writer $version")
+        val writer = open(s"writer $version")
         try {
-          val batch = first.openBatch(LoadRequest.AtVersion(version - 1L, None))
+          val batch = writer.openBatch(LoadRequest.AtVersion(version - 1L, None))
           try {
             rows.foreach { case (k, v) => batch.put(b(k), b(v)) }
             assert(batch.commit().point.version == version)
           } finally batch.abort()
           if (version == 3) fill(mount, "filler", leaveFree = 0) // the close below cannot flush
-        } finally first.close() // a failed flush here fails the test
+        } finally writer.close() // a failed flush here fails the test
         model ++ rows
       }
       assert(new File(mount, "filler").delete())
