@@ -69,7 +69,7 @@ def main() -> int:
         app_dir = Path(os.environ["SPARK_HOME"]) / "work" / spark.sparkContext.applicationId
         report = {"progress": [json.loads(p.json) for p in query.recentProgress],
                   "error": str(query.exception()) if query.exception() else None,
-                  "app_dir": str(app_dir), "store_dirs_while_running": len(store_entries(app_dir))}
+                  "app_dir": str(app_dir), "store_dirs_while_running": sum(1 for p in store_entries(app_dir) if p.is_dir())}
         args.result.write_text(json.dumps(report, indent=1, default=str))
     finally:
         spark.stop()
