@@ -59,7 +59,7 @@ private[engine] final class CacheHandOff(store: StoreCache) {
 
   /** Before the last commit is undone: the keys it touched, or the whole store if it deleted a range. */
   def forgetTouched(touched: TouchedKeys): Unit = {
-    touched.points.foreach(store.forget)
+    touched.points.iterator.foreach(store.forget)
     if (touched.ranges.nonEmpty) store.forgetAll()
   }
 

@@ -3,45 +3,44 @@ package txstate.engine
 /**
  * The stored rows a transaction read of keys it then wrote: undoing its commit writes them back
  * instead of reading each key from the pre-commit snapshot (docs/ARCHITECTURE.md, "Undoing the last
- * commit"). Filled by one transaction, then only read by the engine's undo.
+ * commit"). Filled by one transaction, then only read by the engine's undo. Packed ([[PackedRows]]),
+ * because they live as long as the undo: through the next batch.
  */
 private[engine] final class PriorRows {
-  private val rows = new java.util.HashMap[BytesKey, StoredRow]()
-  private var bytes = 0L
-  private var heap = 0L
+  import PriorRows._
+
+  private var rows = new PackedRows
 
   /** The first row read wins: every read of a transaction sees the same committed version. */
-  def keep(key: BytesKey, row: StoredRow): Unit =
-    if (rows.putIfAbsent(key, row) == null) {
-      bytes += key.bytes.length + row.byteSize + PriorRows.entryOverhead
-      heap += PriorRows.entryHeapBytes + row.heapBytes
-    }
+  def keep(key: BytesKey, row: StoredRow): Unit = row match {
+    case StoredRow.Absent => rows.putIfAbsent(key, AbsentTag, Array.emptyByteArray)
+    case StoredRow.Stamped(stored) => rows.putIfAbsent(key, StampedTag, stored)
+    case StoredRow.Plain(stored) => rows.putIfAbsent(key, PlainTag, stored)
+  }
 
-  def get(key: Array[Byte]): Option[StoredRow] = Option(rows.get(new BytesKey(key)))
+  def get(key: Array[Byte]): Option[StoredRow] = {
+    val at = rows.find(new BytesKey(key))
+    if (at < 0) None
+    else Some(rows.tag(at) match {
+      case AbsentTag => StoredRow.Absent
+      case StampedTag => StoredRow.Stamped(rows.value(at))
+      case _ => StoredRow.Plain(rows.value(at))
+    })
+  }
 
   def size: Int = rows.size
 
   /** Heap held, counted in the transaction's uncommitted bytes (the memory bound). */
-  def byteSize: Long = bytes
+  def byteSize: Long = heapBytes
 
-  /**
-   * Heap held once kept as a commit's undo (the heap budget's count): the map's entries and the
-   * rows, the stamped row's copied-out value included, but not the keys, which are the same arrays
-   * as the undo's touched keys and counted there.
-   */
-  def heapBytes: Long = heap
+  /** Heap held once kept as a commit's undo (the heap budget's count). */
+  def heapBytes: Long = if (rows.isEmpty) 0L else rows.heapBytes
 
-  def clear(): Unit = {
-    rows.clear()
-    bytes = 0L
-    heap = 0L
-  }
+  def clear(): Unit = rows = new PackedRows
 }
 
 private[engine] object PriorRows {
-  /** Hash node, table slot and the row object with its array header (estimated). */
-  private val entryOverhead = 80L
-
-  /** A hash node (32), its table slot at the map's load (8) and the key wrapper (24), compressed oops. */
-  private val entryHeapBytes = 64L
+  private val AbsentTag = 0
+  private val StampedTag = 1
+  private val PlainTag = 2
 }

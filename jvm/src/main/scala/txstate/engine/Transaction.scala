@@ -94,7 +94,7 @@ final class Transaction private[engine] (
     if (get(k).isDefined) {
       keyDelta -= 1
       keepPrior(k)
-      val onlyBuffered = !writingAhead && buffer.lookup(k).isDefined &&
+      val onlyBuffered = !writingAhead && buffer.holds(k) &&
         (buffer.hidesCommitted(key) || committedValue(k).isEmpty)
       if (onlyBuffered) buffer.forget(key) else buffer.delete(k)
       if (writingAhead) written(k)

@@ -183,7 +183,7 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
   def rollBackLastCommit(wanted: CommitPoint => Boolean)(last: CommitPoint => WriteBatch => Unit)
       : Option[CommitPoint] = guarded(kept match {
     case Kept.LastCommit(database, undo, _) if wanted(undo.previous) =>
-      val looked = undo.touched.points.map(k => k -> undo.priors.get(k))
+      val looked = undo.touched.points.iterator.map(k => k -> undo.priors.get(k)).toVector
       val known = looked.collect { case (k, Some(row)) => k -> row }
       val unknown = looked.collect { case (k, None) => k }
       keysReadBack = unknown.size
@@ -295,13 +295,12 @@ private[engine] object UndoSnapshots {
       indexCut: Option[Long])
 
   /**
-   * Heap an undo holds (the snapshot itself is native): each touched key's array and its slot in the
-   * vector, each range's arrays with the range and its `Some`, the kept rows ([[PriorRows.heapBytes]];
-   * their keys are the touched keys' arrays), and the few objects around them.
+   * Heap an undo holds (the snapshot itself is native): the touched keys' packed rows, each range's
+   * arrays with the range and its `Some`, the kept rows ([[PriorRows.heapBytes]]), and the few
+   * objects around them.
    */
   private def heapBytesOf(undo: Undo): Long = {
-    var bytes = 128L
-    undo.touched.points.foreach(key => bytes += StoredRow.arrayBytes(key.length) + 4L)
+    var bytes = 128L + undo.touched.points.heapBytes
     undo.touched.ranges.foreach { r =>
       bytes += 40L + StoredRow.arrayBytes(r.from.length) + r.until.fold(0L)(u => StoredRow.arrayBytes(u.length))
     }

@@ -1,6 +1,6 @@
 package txstate.engine
 
-import java.util.{Arrays, HashMap => JHashMap}
+import java.util.Arrays
 import java.util.concurrent.ConcurrentSkipListMap
 
 import scala.collection.mutable.ArrayBuffer
@@ -28,10 +28,12 @@ private[engine] final class BytesKey(val bytes: Array[Byte]) {
  * The uncommitted writes of one transaction: point writes plus range deletes.
  *
  * Point writes live in a hash index, because most batches only get and put (the benchmark showed
- * a sorted map's lookups costing as much as RocksDB's). A sorted view is built the first time
- * something needs order (an iterator or a range delete) and kept up to date from then on: a
- * concurrent skip list, because Spark removes keys while it iterates them (evictions) and its
- * iterators are weakly consistent, never throwing ConcurrentModificationException.
+ * a sorted map's lookups costing as much as RocksDB's), packed into a few large arrays
+ * ([[PackedRows]]: docs/ARCHITECTURE.md, "The heap of a batch"). A lookup copies the value out. A
+ * sorted view is built the first time something needs order (an iterator or a range delete) and
+ * kept up to date from then on: a concurrent skip list, because Spark removes keys while it
+ * iterates them (evictions) and its iterators are weakly consistent, never throwing
+ * ConcurrentModificationException.
  *
  * Invariant: a point write is newer than every range delete that covers it, because a range delete
  * clears the point writes it covers when it is added. So applying all range deletes first and then
@@ -41,25 +43,33 @@ private[engine] final class BytesKey(val bytes: Array[Byte]) {
  * changes, every open view copies the entries it has not read yet, so the cost falls only on
  * iterators still open while the batch writes (Spark's iterator contract, SPARK-38320).
  *
- * Accounting is exact for the data and estimated for the index (a fixed per-entry overhead for the
- * hash node, key wrapper and array headers, plus the skip-list node once the sorted view exists),
- * which is what bounds JVM memory (docs/ARCHITECTURE.md, "Early commits").
+ * Accounting is the heap the packed rows hold, plus an estimate for range deletes and for the
+ * sorted view once it exists, which is what bounds JVM memory (docs/ARCHITECTURE.md, "Early commits").
  */
 final class WriteBuffer {
   import WriteBuffer._
 
-  private val index = new JHashMap[BytesKey, BufferedWrite]()
+  private var index = new PackedRows
+  // True once `touchedKeys` handed the rows to a commit's undo: the next write copies them first.
+  private var handedOut = false
   private var sorted: Option[ConcurrentSkipListMap[Array[Byte], BufferedWrite]] = None
+  private var sortedBytes = 0L
   private val ranges = ArrayBuffer.empty[KeyRange]
-  private var bytes = 0L
+  private var rangeBytes = 0L
   private val openViews = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap[BufferView, java.lang.Boolean]())
 
   def isEmpty: Boolean = index.isEmpty && ranges.isEmpty
   def entryCount: Long = index.size.toLong + ranges.size
-  def byteSize: Long = bytes + sorted.fold(0L)(_ => index.size.toLong * sortedOverhead)
+  def byteSize: Long = (if (index.isEmpty) 0L else index.heapBytes) + rangeBytes + sortedBytes
 
   def lookup(key: Array[Byte]): Option[BufferedWrite] = lookup(new BytesKey(key))
-  def lookup(key: BytesKey): Option[BufferedWrite] = Option(index.get(key))
+  def lookup(key: BytesKey): Option[BufferedWrite] = {
+    val at = index.find(key)
+    if (at < 0) None else Some(writeAt(at))
+  }
+
+  /** True when the buffer holds a write of `key` (a lookup without copying the value out). */
+  def holds(key: BytesKey): Boolean = index.find(key) >= 0
 
   /** True when a buffered range delete hides the committed value of `key`. */
   def hidesCommitted(key: Array[Byte]): Boolean = ranges.nonEmpty && ranges.exists(_.contains(key))
@@ -71,24 +81,22 @@ final class WriteBuffer {
 
   /** Drops a buffered write altogether (the key's committed state is what it will be). */
   def forget(key: Array[Byte]): Unit = {
-    freezeViews()
-    val previous = index.remove(new BytesKey(key))
-    if (previous != null) {
-      bytes -= sizeOf(key, previous)
-      sorted.foreach(_.remove(key))
+    beforeChange()
+    if (index.remove(new BytesKey(key))) sorted.foreach { view =>
+      Option(view.remove(key)).foreach(w => sortedBytes -= sortedSizeOf(key, w))
     }
   }
 
   def deleteRange(from: Array[Byte], until: Array[Byte]): Unit = {
-    freezeViews()
+    beforeChange()
     val covered = ordered.subMap(from, true, until, false)
     covered.forEach { (k, w) =>
-      bytes -= sizeOf(k, w)
+      sortedBytes -= sortedSizeOf(k, w)
       index.remove(new BytesKey(k))
     }
     covered.clear()
     ranges += KeyRange(from, Some(until))
-    bytes += from.length + until.length + entryOverhead
+    rangeBytes += from.length + until.length + rangeOverhead
   }
 
   /**
@@ -109,25 +117,19 @@ final class WriteBuffer {
   /** The transaction as change records: range deletes first, then the point writes. */
   def changes: Iterator[ChangeRecord] = {
     val deletes = ranges.iterator.map(r => ChangeRecord.DeleteRange(r.from, r.until.get): ChangeRecord)
-    val points = index.entrySet.iterator
-    deletes ++ new Iterator[ChangeRecord] {
-      def hasNext: Boolean = points.hasNext
-      def next(): ChangeRecord = {
-        val e = points.next()
-        e.getValue match {
-          case BufferedWrite.Value(v) => ChangeRecord.Put(e.getKey.bytes, v)
-          case BufferedWrite.Tombstone => ChangeRecord.Delete(e.getKey.bytes)
-        }
-      }
+    val rows = index
+    deletes ++ rows.liveSlots.map { at =>
+      if (rows.tag(at) == TombstoneTag) ChangeRecord.Delete(rows.key(at)) else ChangeRecord.Put(rows.key(at), rows.value(at))
     }
   }
 
-  /** The keys this transaction touches: point keys and range deletes (kept to undo a commit). */
+  /**
+   * The keys this transaction touches: point keys and range deletes (kept to undo a commit). The
+   * undo shares the packed rows, values and all, instead of copying every key out.
+   */
   def touchedKeys: TouchedKeys = {
-    val keys = new Array[Array[Byte]](index.size)
-    var i = 0
-    index.keySet.forEach { k => keys(i) = k.bytes; i += 1 }
-    TouchedKeys(keys.toVector, ranges.toVector)
+    handedOut = true
+    TouchedKeys(new TouchedPoints(index), ranges.toVector)
   }
 
   /**
@@ -140,17 +142,27 @@ final class WriteBuffer {
     v
   }
 
+  /** Empties the buffer. The rows go to the garbage collector whole, or stay with an undo that holds them. */
   def clear(): Unit = {
     freezeViews()
-    index.clear()
+    index = new PackedRows
+    handedOut = false
     sorted = None
+    sortedBytes = 0L
     ranges.clear()
-    bytes = 0L
+    rangeBytes = 0L
   }
+
+  private def writeAt(at: Int): BufferedWrite =
+    if (index.tag(at) == TombstoneTag) BufferedWrite.Tombstone else BufferedWrite.Value(index.value(at))
 
   private def ordered: ConcurrentSkipListMap[Array[Byte], BufferedWrite] = sorted.getOrElse {
     val view = new ConcurrentSkipListMap[Array[Byte], BufferedWrite](ByteKeys.ordering)
-    index.forEach((k, w) => view.put(k.bytes, w))
+    index.liveSlots.foreach { at =>
+      val (k, w) = (index.key(at), writeAt(at))
+      view.put(k, w)
+      sortedBytes += sortedSizeOf(k, w)
+    }
     sorted = Some(view)
     view
   }
@@ -160,12 +172,24 @@ final class WriteBuffer {
     openViews.clear()
   }
 
-  private def record(key: BytesKey, write: BufferedWrite): Unit = {
+  private def beforeChange(): Unit = {
     freezeViews()
-    val previous = index.put(key, write)
-    if (previous != null) bytes -= sizeOf(key.bytes, previous)
-    bytes += sizeOf(key.bytes, write)
-    sorted.foreach(_.put(key.bytes, write))
+    if (handedOut) {
+      index = index.copy()
+      handedOut = false
+    }
+  }
+
+  private def record(key: BytesKey, write: BufferedWrite): Unit = {
+    beforeChange()
+    write match {
+      case BufferedWrite.Value(v) => index.put(key, ValueTag, v)
+      case BufferedWrite.Tombstone => index.put(key, TombstoneTag, Array.emptyByteArray)
+    }
+    sorted.foreach { view =>
+      Option(view.put(key.bytes, write)).foreach(w => sortedBytes -= sortedSizeOf(key.bytes, w))
+      sortedBytes += sortedSizeOf(key.bytes, write)
+    }
   }
 }
 
@@ -197,17 +221,28 @@ final class BufferView private[engine] (
 }
 
 /** The keys a committed transaction touched: what must be restored to undo it. */
-final case class TouchedKeys(points: Vector[Array[Byte]], ranges: Vector[KeyRange])
+final case class TouchedKeys(points: TouchedPoints, ranges: Vector[KeyRange])
+
+/** The point keys of [[TouchedKeys]], as the transaction's packed rows hold them; each read copies a key out. */
+final class TouchedPoints private[engine] (rows: PackedRows) {
+  def size: Int = rows.size
+  def iterator: Iterator[Array[Byte]] = rows.liveSlots.map(rows.key)
+  /** Heap the rows hold (their values too: they are shared, not copied). */
+  def heapBytes: Long = rows.heapBytes
+}
 
 object WriteBuffer {
-  /** Hash node, table slot, key wrapper, the write object, key and value array headers (estimated). */
-  val entryOverhead: Long = 112L
+  private val TombstoneTag = 0
+  private val ValueTag = 1
 
-  /** A skip-list node and its share of index levels, once the sorted view exists (estimated). */
-  val sortedOverhead: Long = 48L
+  /** A range delete's objects around its two arrays (estimated). */
+  val rangeOverhead: Long = 112L
 
-  def sizeOf(key: Array[Byte], write: BufferedWrite): Long = write match {
-    case BufferedWrite.Value(v) => key.length + v.length + entryOverhead
-    case BufferedWrite.Tombstone => key.length + entryOverhead
+  /** A skip-list node and its share of index levels, the write object, the copied key (estimated, with the bytes). */
+  val sortedOverhead: Long = 112L
+
+  private def sortedSizeOf(key: Array[Byte], write: BufferedWrite): Long = write match {
+    case BufferedWrite.Value(v) => key.length + v.length + sortedOverhead
+    case BufferedWrite.Tombstone => key.length + sortedOverhead
   }
 }

@@ -23,25 +23,38 @@ final class WriteBufferTest extends AnyFunSuite {
     assert(changes.take(2) == Vector("range b..d", "range p..r"))
     assert(changes.drop(2).toSet == Set("put c=2", "put m=1", "delete x")) // distinct keys: any order applies the same
     assert(changes.size == 5)
-    assert(buffer.touchedKeys.points.map(str).toSet == Set("c", "m", "x"))
+    assert(buffer.touchedKeys.points.iterator.map(str).toSet == Set("c", "m", "x"))
     assert(buffer.touchedKeys.ranges.map(r => str(r.from)) == Vector("b", "p"))
   }
 
-  test("byte accounting is exact for data and returns to zero on clear") {
+  test("byte accounting is the heap the rows hold: in-place rewrites keep it, clear returns it to zero") {
     val buffer = new WriteBuffer
-    val o = WriteBuffer.entryOverhead
+    assert(buffer.byteSize == 0)
     buffer.put(b("key"), b("value"))
-    assert(buffer.byteSize == 3 + 5 + o)
-    buffer.put(b("key"), b("v"))            // overwrite replaces the old size
-    assert(buffer.byteSize == 3 + 1 + o)
-    buffer.delete(b("key"))                 // tombstone: key only
-    assert(buffer.byteSize == 3 + o)
+    val one = buffer.byteSize
+    assert(one >= 3 + 5)
+    buffer.put(b("key"), b("VALUE"))        // same length: written over in place
+    assert(buffer.byteSize == one)
+    (0 until 10000).foreach(i => buffer.put(b(f"k$i%05d"), new Array[Byte](100)))
+    val many = buffer.byteSize
+    assert(many >= 10000L * (6 + 100) && many <= 3L * 10000 * (6 + 100 + 9) + (1 << 20), s"$many bytes")
     buffer.put(b("k2"), b("vv"))
-    buffer.deleteRange(b("k"), b("l"))      // drops both point writes, adds the range
-    assert(buffer.byteSize == 1 + 1 + o)
+    buffer.deleteRange(b("k"), b("l"))      // drops every point write under "k", adds the range
     assert(buffer.entryCount == 1)
+    assert(buffer.lookup(b("k00001")).isEmpty && buffer.lookup(b("key")).isEmpty)
     buffer.clear()
     assert(buffer.byteSize == 0 && buffer.entryCount == 0 && buffer.isEmpty)
+  }
+
+  test("writes after the touched keys went to an undo leave the undo's keys as they were") {
+    val buffer = new WriteBuffer
+    buffer.put(b("a"), b("1"))
+    val touched = buffer.touchedKeys
+    buffer.put(b("b"), b("2"))
+    buffer.forget(b("a"))
+    assert(touched.points.iterator.map(str).toSet == Set("a"))
+    assert(buffer.lookup(b("b")).collect { case BufferedWrite.Value(v) => str(v) } == Some("2"))
+    assert(buffer.lookup(b("a")).isEmpty)
   }
 
   test("hidesCommitted is true exactly inside buffered range deletes (half-open)") {
