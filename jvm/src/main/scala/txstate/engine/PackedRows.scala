@@ -34,13 +34,18 @@ private[engine] final class PackedRows {
   def size: Int = live
   def isEmpty: Boolean = live == 0
 
-  /** Heap held: the arrays as allocated (headers included) and the index. */
-  def heapBytes: Long = allocated + StoredRow.arrayBytes(slots.length * 8) + StoredRow.arrayBytes(hashes.length * 4) + 64L
+  /**
+   * Heap held: the arrays as allocated (headers included) and the index, dead rows too, until a
+   * compaction. Zero until the first row: a fresh index of 16 slots is not worth counting.
+   */
+  def heapBytes: Long =
+    if (chunks.isEmpty) 0L
+    else allocated + StoredRow.arrayBytes(slots.length * 8) + StoredRow.arrayBytes(hashes.length * 4) + 64L
 
   /** The slot holding `key`, or a negative number when it is absent. */
   def find(key: BytesKey): Int = {
     val at = probe(key)
-    if (at >= 0 && slots(at) > 0) at else -1
+    if (slots(at) > 0) at else -1
   }
 
   def tag(slot: Int): Int = chunkOf(slots(slot))(offsetOf(slots(slot)) + 4).toInt

@@ -34,7 +34,7 @@ private[engine] final class PriorRows {
   def byteSize: Long = heapBytes
 
   /** Heap held once kept as a commit's undo (the heap budget's count). */
-  def heapBytes: Long = if (rows.isEmpty) 0L else rows.heapBytes
+  def heapBytes: Long = rows.heapBytes
 
   def clear(): Unit = rows = new PackedRows
 }

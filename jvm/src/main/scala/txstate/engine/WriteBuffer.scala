@@ -60,7 +60,7 @@ final class WriteBuffer {
 
   def isEmpty: Boolean = index.isEmpty && ranges.isEmpty
   def entryCount: Long = index.size.toLong + ranges.size
-  def byteSize: Long = (if (index.isEmpty) 0L else index.heapBytes) + rangeBytes + sortedBytes
+  def byteSize: Long = index.heapBytes + rangeBytes + sortedBytes
 
   def lookup(key: Array[Byte]): Option[BufferedWrite] = lookup(new BytesKey(key))
   def lookup(key: BytesKey): Option[BufferedWrite] = {
