@@ -1,11 +1,13 @@
 package txstate.migrate
 
 import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Paths, StandardCopyOption}
+import java.util.UUID
 
 import scala.util.Try
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.hadoop.fs.{ChecksumFileSystem, FileSystem, Path}
 import org.json4s.{JObject, JString}
 import org.json4s.jackson.JsonMethods
 
@@ -30,8 +32,38 @@ final class CheckpointLogs(val root: Path, hadoopConf: Configuration) {
 
   def read(file: Path): String = Using.resource(fs.open(file))(in => new String(JavaLibrary.readAllBytes(in), UTF_8))
 
-  /** Replaces `file` in one step (write aside, then rename over it): readers see the old or the new text. */
-  def replace(file: Path, text: String): Unit = {
+  /**
+   * Replaces `file` in one step: a reader, or a restart after the process is killed at any point,
+   * finds the old text or the new one, never no file. Spark's own atomic write cannot promise that
+   * on a local disk when the file exists: Hadoop's rename with overwrite there deletes the old file
+   * before it renames, and a kill between the two leaves the batch without its offset entry.
+   */
+  def replace(file: Path, text: String): Unit =
+    if (fs.getUri.getScheme == "file") replaceOnLocalDisk(file, text) else replaceThroughSpark(file, text)
+
+  /**
+   * Writes the new text aside through Hadoop (so it gets its `.crc`), then renames it over the file
+   * with rename(2), which replaces in one step. The old `.crc` goes first: the old text without a
+   * checksum still reads, where the new text beside the old checksum would not.
+   */
+  private def replaceOnLocalDisk(file: Path, text: String): Unit = {
+    val temp = new Path(file.getParent, s".${file.getName}.${UUID.randomUUID()}.tmp")
+    Using.resource(fs.create(temp, false))(_.write(text.getBytes(UTF_8)))
+    def onDisk(p: Path) = Paths.get(p.toUri.getPath)
+    fs match {
+      case checksummed: ChecksumFileSystem =>
+        Files.deleteIfExists(onDisk(checksummed.getChecksumFile(file)))
+        Files.move(onDisk(temp), onDisk(file), StandardCopyOption.ATOMIC_MOVE)
+        val tempChecksum = onDisk(checksummed.getChecksumFile(temp))
+        if (Files.exists(tempChecksum)) {
+          Files.move(tempChecksum, onDisk(checksummed.getChecksumFile(file)), StandardCopyOption.ATOMIC_MOVE)
+        }
+      case _ => Files.move(onDisk(temp), onDisk(file), StandardCopyOption.ATOMIC_MOVE)
+    }
+  }
+
+  /** Elsewhere Spark's atomic write is one step: HDFS renames over a file atomically, object stores put whole. */
+  private def replaceThroughSpark(file: Path, text: String): Unit = {
     val files = txstate.compat.CheckpointFileManager.create(file.getParent, hadoopConf)
     try {
       val out = files.createAtomic(file, overwriteIfPossible = true)

@@ -3,6 +3,7 @@ package txstate.migrate
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.ChildJvm
 import txstate.spark.CheckpointFixture
 
 /** A query's own logs as migrate reads and switches them (CheckpointLogs, OffsetLogEntry), on real directories. */
@@ -54,7 +55,29 @@ final class CheckpointLogsTest extends AnyFunSuite with CheckpointFixture {
     logs.replace(logs.offsetFile(2), "v1\n{\"conf\":{}}")
     // Reading through Hadoop's local file system checks the .crc file written beside it.
     assert(logs.read(logs.offsetFile(2)) == "v1\n{\"conf\":{}}")
-    assert(ck.file("offsets").list().toSet == before)
+    assert(ck.file("offsets").list().toSet == before && before.contains(".2.crc"))
+  }
+
+  test("a process killed while it replaces an offset entry leaves the old text or the new one, never no file") {
+    val ck = sparkRunCheckpoint("agg")
+    val logs = logsOf(ck)
+    val file = logs.offsetFile(2)
+    val first = logs.read(file)
+    val second = OffsetLogEntry.parse(first, file).withConf(Map(ProviderChoice.settingKey -> ProviderChoice.Hdfs.className))
+      .text
+    val random = new scala.util.Random(31)
+    val afterKills = (1 to 20).map { _ =>
+      val child = ChildJvm.start(ReplaceForever.getClass.getName.stripSuffix("$"), ck.root, "offsets/2", first, second)
+      try {
+        ChildJvm.awaitLine(child, "ready")
+        Thread.sleep(20L + random.nextInt(150))
+      } finally ChildJvm.kill(child)
+      // What a restarted query reads: through Hadoop, which checks the .crc when there is one.
+      scala.util.Try(logs.read(file)).fold(e => s"unreadable: $e", text => if (text == first || text == second) "whole"
+        else s"other text: ${text.take(80)}")
+    }
+    assert(afterKills.forall(_ == "whole"), afterKills.filter(_ != "whole").mkString("\n"))
+    assert(logs.offsetBatches == Seq(0, 1, 2))
   }
 
   test("an offset entry's conf keeps its keys in place, takes updates, appends new keys sorted, leaves the rest") {
