@@ -179,7 +179,7 @@ final class Transaction private[engine] (
     val entries = engine.timeIndexBefore(cutoffMs)
     try entries.foreach { entry =>
       val key = TimeIndex.rowKeyOf(entry.key)
-      if (rule.applies(key) && buffer.lookup(key).isEmpty &&
+      if (rule.applies(key) && !buffer.holds(new BytesKey(key)) &&
           engine.committedStamp(key).exists(_.knownTimeMs.getOrElse(since) < cutoffMs)) {
         buffer.delete(key)
         keyDelta -= 1

@@ -48,7 +48,8 @@ final class CheckpointLogs(val root: Path, hadoopConf: Configuration) {
    */
   private def replaceOnLocalDisk(file: Path, text: String): Unit = {
     val temp = new Path(file.getParent, s".${file.getName}.${UUID.randomUUID()}.tmp")
-    Using.resource(fs.create(temp, false))(_.write(text.getBytes(UTF_8)))
+    try Using.resource(fs.create(temp, false))(_.write(text.getBytes(UTF_8)))
+    catch { case e: Throwable => Try(fs.delete(temp, false)); throw e }
     def onDisk(p: Path) = Paths.get(p.toUri.getPath)
     fs match {
       case checksummed: ChecksumFileSystem =>
