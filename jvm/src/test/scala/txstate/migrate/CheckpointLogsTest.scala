@@ -66,11 +66,12 @@ final class CheckpointLogsTest extends AnyFunSuite with CheckpointFixture {
     val second = OffsetLogEntry.parse(first, file).withConf(Map(ProviderChoice.settingKey -> ProviderChoice.Hdfs.className))
       .text
     val random = new scala.util.Random(31)
-    val afterKills = (1 to 20).map { _ =>
+    // Against Hadoop's rename with overwrite, about 4 kills in 10 left no file or a mismatched checksum.
+    val afterKills = (1 to 10).map { _ =>
       val child = ChildJvm.start(ReplaceForever.getClass.getName.stripSuffix("$"), ck.root, "offsets/2", first, second)
       try {
         ChildJvm.awaitLine(child, "ready")
-        Thread.sleep(20L + random.nextInt(150))
+        Thread.sleep(10L + random.nextInt(100))
       } finally ChildJvm.kill(child)
       // What a restarted query reads: through Hadoop, which checks the .crc when there is one.
       scala.util.Try(logs.read(file)).fold(e => s"unreadable: $e", text => if (text == first || text == second) "whole"
