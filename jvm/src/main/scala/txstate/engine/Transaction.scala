@@ -179,9 +179,10 @@ final class Transaction private[engine] (
     val entries = engine.timeIndexBefore(cutoffMs)
     try entries.foreach { entry =>
       val key = TimeIndex.rowKeyOf(entry.key)
-      if (rule.applies(key) && !buffer.holds(new BytesKey(key)) &&
+      lazy val hashed = new BytesKey(key) // hashed once, for the check and the delete
+      if (rule.applies(key) && !buffer.holds(hashed) &&
           engine.committedStamp(key).exists(_.knownTimeMs.getOrElse(since) < cutoffMs)) {
-        buffer.delete(key)
+        buffer.delete(hashed)
         keyDelta -= 1
         expired += 1
       }
