@@ -24,6 +24,13 @@ object JavaLibrary {
     a.length - b.length
   }
 
+  /** Whether `a[aFrom, aFrom + length)` and `b[bFrom, bFrom + length)` hold the same bytes. */
+  def equalRanges(a: Array[Byte], aFrom: Int, b: Array[Byte], bFrom: Int, length: Int): Boolean = {
+    var i = 0
+    while (i < length && a(aFrom + i) == b(bFrom + i)) i += 1
+    i == length
+  }
+
   /** The JDK's CRC32C when the JVM has one (9+), else Hadoop's: the same checksum either way. */
   def newCrc32c(): Checksum = crc32c.newInstance()
 

@@ -13,6 +13,10 @@ object JavaLibrary {
   /** Bytes compared as unsigned, lexicographically (RocksDB's bytewise order). */
   def compareUnsigned(a: Array[Byte], b: Array[Byte]): Int = Arrays.compareUnsigned(a, b)
 
+  /** Whether `a[aFrom, aFrom + length)` and `b[bFrom, bFrom + length)` hold the same bytes. */
+  def equalRanges(a: Array[Byte], aFrom: Int, b: Array[Byte], bFrom: Int, length: Int): Boolean =
+    Arrays.equals(a, aFrom, aFrom + length, b, bFrom, bFrom + length)
+
   def newCrc32c(): Checksum = new CRC32C
 
   def readAllBytes(in: InputStream): Array[Byte] = in.readAllBytes()

@@ -7,7 +7,7 @@ import java.security.MessageDigest
 import org.apache.hadoop.fs.Path
 
 import txstate.compat.CheckpointFileManager
-import txstate.engine.{ChangeRecord, CommitPoint, WriteStamp}
+import txstate.engine.{ChangeRecord, ChangeSink, ChangeSource, CommitPoint, WriteStamp}
 
 /**
  * The durable record of one version (or one early-commit segment of it), in a [[FramedFile]]: the
@@ -37,7 +37,7 @@ object ChangelogFile {
   private val deleteRangeTag: Byte = 3
 
   /** Writes the changelog; returns the bytes written. On failure nothing appears at `path`. */
-  def write(files: CheckpointFileManager, path: Path, header: ChangelogHeader, changes: Iterator[ChangeRecord],
+  def write(files: CheckpointFileManager, path: Path, header: ChangelogHeader, changes: ChangeSource,
       digest: Option[MessageDigest] = None): Long =
     FramedFile.write(files, path, magic, formatVersion, digest) { out =>
       out.writeLong(header.version)
@@ -54,20 +54,9 @@ object ChangelogFile {
       out.writeUTF(header.writtenBy)
       out.writeByte(codec.id)
       val encoder = codec.encoder(out)
-      val records = new DataOutputStream(encoder)
-      var count = 0L
-      changes.foreach { change =>
-        change match {
-          case ChangeRecord.Put(k, v) => records.writeByte(putTag); writeBytes(records, k); writeBytes(records, v)
-          case ChangeRecord.Delete(k) => records.writeByte(deleteTag); writeBytes(records, k)
-          case ChangeRecord.DeleteRange(from, until) =>
-            records.writeByte(deleteRangeTag); writeBytes(records, from); writeBytes(records, until)
-        }
-        count += 1
-      }
-      records.writeByte(endTag)
-      records.writeLong(count)
-      records.flush()
+      val records = new RecordWriter(new DataOutputStream(encoder))
+      changes.sendTo(records)
+      records.finish()
       encoder.finish()
     }
 
@@ -200,9 +189,40 @@ object ChangelogFile {
       }
   }
 
-  private def writeBytes(out: DataOutputStream, b: Array[Byte]): Unit = {
-    out.writeInt(b.length)
-    out.write(b)
+  /** Writes each change as its tag and length-prefixed byte strings, then the end marker and the count. */
+  private final class RecordWriter(out: DataOutputStream) extends ChangeSink {
+    private var count = 0L
+
+    def put(key: Array[Byte], keyFrom: Int, keyLength: Int, value: Array[Byte], valueFrom: Int, valueLength: Int): Unit = {
+      out.writeByte(putTag)
+      bytes(key, keyFrom, keyLength)
+      bytes(value, valueFrom, valueLength)
+      count += 1
+    }
+
+    def delete(key: Array[Byte], keyFrom: Int, keyLength: Int): Unit = {
+      out.writeByte(deleteTag)
+      bytes(key, keyFrom, keyLength)
+      count += 1
+    }
+
+    def deleteRange(from: Array[Byte], until: Array[Byte]): Unit = {
+      out.writeByte(deleteRangeTag)
+      bytes(from, 0, from.length)
+      bytes(until, 0, until.length)
+      count += 1
+    }
+
+    def finish(): Unit = {
+      out.writeByte(endTag)
+      out.writeLong(count)
+      out.flush()
+    }
+
+    private def bytes(b: Array[Byte], from: Int, length: Int): Unit = {
+      out.writeInt(length)
+      out.write(b, from, length)
+    }
   }
 
   private def readBytes(in: DataInputStream, path: Path, record: Long): Array[Byte] = {

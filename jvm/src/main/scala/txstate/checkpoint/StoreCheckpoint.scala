@@ -6,7 +6,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import txstate.compat.CheckpointFileManager
-import txstate.engine.ChangeRecord
+import txstate.engine.{ChangeRecord, ChangeSource}
 
 /**
  * The durable files of one store instance, read and written by its owner: [[CheckpointReader]]
@@ -25,7 +25,7 @@ final class StoreCheckpoint private (root: Path, files: CheckpointFileManager, i
   @volatile private var rootExists = false
 
   def writeChangelog(header: ChangelogHeader, idInName: Option[String], changes: Iterator[ChangeRecord]): Long =
-    writeOwnChangelog(header, idInName, changes).bytes
+    writeOwnChangelog(header, idInName, ChangeSource.of(changes)).bytes
 
   /**
    * Writes the changelog of a commit and returns it with what recognizes the file later from its
@@ -33,7 +33,7 @@ final class StoreCheckpoint private (root: Path, files: CheckpointFileManager, i
    * rewritten: under checkpoint format v1 (no id in the name) every attempt of a version writes
    * `<v>.txlog`; under v2 a name belongs to one attempt, and Spark names the attempt to load.
    */
-  def writeOwnChangelog(header: ChangelogHeader, idInName: Option[String], changes: Iterator[ChangeRecord])
+  def writeOwnChangelog(header: ChangelogHeader, idInName: Option[String], changes: ChangeSource)
       : WrittenChangelog = {
     ensureRoot()
     val path = changelogPath(header.version, idInName)
@@ -56,7 +56,7 @@ final class StoreCheckpoint private (root: Path, files: CheckpointFileManager, i
     rootExists = true
   }
 
-  def writeSegment(header: ChangelogHeader, k: Int, changes: Iterator[ChangeRecord]): Long = {
+  def writeSegment(header: ChangelogHeader, k: Int, changes: ChangeSource): Long = {
     ensureRoot()
     ChangelogFile.write(files, segmentPath(header.version, header.checkpointId, k), header, changes)
   }

@@ -41,7 +41,8 @@ private[engine] final class CacheHandOff(store: StoreCache) {
    * stamped rows only, so a format 1 write makes it forget the key); deletes make it forget.
    */
   def telling(changes: Iterator[ChangeRecord], format: RowFormat): Iterator[ChangeRecord] =
-    format match {
+    if (!store.holdsAny) changes
+    else format match {
       case RowFormat.Stamped(stamp, _) => changes.map { change =>
         change match {
           // Encoded only for a key that is cached: most written keys are not.
@@ -53,9 +54,16 @@ private[engine] final class CacheHandOff(store: StoreCache) {
       case _ => forgetting(changes)
     }
 
+  /**
+   * Tells the cache of `changes` the database already holds, as [[telling]] does; made only when
+   * this store has something cached, since walking a batch's rows copies each of them out.
+   */
+  def tell(changes: => Iterator[ChangeRecord], format: RowFormat): Unit =
+    if (store.holdsAny) telling(changes, format).foreach(_ => ())
+
   /** `changes`, making the cache forget each key they touch (a replay: its rows are not known to be hot). */
   def forgetting(changes: Iterator[ChangeRecord]): Iterator[ChangeRecord] =
-    changes.map { change => forgetIn(change); change }
+    if (!store.holdsAny) changes else changes.map { change => forgetIn(change); change }
 
   /** Before the last commit is undone: the keys it touched, or the whole store if it deleted a range. */
   def forgetTouched(touched: TouchedKeys): Unit = {

@@ -227,12 +227,18 @@ final class StoreCache private[engine] (cache: HotStateCache) {
   def admit(key: BytesKey, value: Array[Byte]): Unit =
     if (cache.enabled && !closed) cache.admit(new Key(scope, key.bytes.clone(), key.hashCode), value, this)
 
+  /**
+   * False when this store has nothing cached (the cache is off, the default, or every entry was
+   * evicted): what the database does then needs no telling. Entries come only from the owner's
+   * reads, so it stays false through a commit that starts with it false.
+   */
+  def holdsAny: Boolean = cache.enabled && !closed && heldBytes.get > 0
+
   /** The database now holds `value` for `key`: a cached entry takes it (new keys are not admitted; `value` is made only for a cached key). */
-  def written(key: Array[Byte], value: => Array[Byte]): Unit =
-    if (cache.enabled && !closed && heldBytes.get > 0) cache.update(keyOf(key), value)
+  def written(key: Array[Byte], value: => Array[Byte]): Unit = if (holdsAny) cache.update(keyOf(key), value)
 
   /** The database changed `key` in a way not written through: its entry, if any, goes. */
-  def forget(key: Array[Byte]): Unit = if (cache.enabled && !closed && heldBytes.get > 0) cache.remove(keyOf(key))
+  def forget(key: Array[Byte]): Unit = if (holdsAny) cache.remove(keyOf(key))
 
   /** Forgets every entry of this store (its database was replaced, or changed over a range). */
   def forgetAll(): Unit = scope = cache.nextScope()
@@ -244,7 +250,7 @@ final class StoreCache private[engine] (cache: HotStateCache) {
 
   def stats: CacheStats = CacheStats(hitCount.sum, missCount.sum, evictionCount.sum, heldBytes.get)
 
-  private def keyOf(key: Array[Byte]): Key = new Key(scope, key, java.util.Arrays.hashCode(key))
+  private def keyOf(key: Array[Byte]): Key = new Key(scope, key, ByteKeys.hash(key))
 
   private[engine] def added(size: Long): Unit = heldBytes.addAndGet(size)
   private[engine] def removed(size: Long): Unit = heldBytes.addAndGet(-size)

@@ -2,6 +2,8 @@ package txstate.engine
 
 import scala.collection.mutable.ArrayBuffer
 
+import txstate.compat.JavaLibrary
+
 /**
  * Keyed rows packed into a few large byte arrays, found through an open-addressing hash index of
  * two primitive arrays: a batch's buffer and its kept undo (docs/ARCHITECTURE.md, "The heap of a
@@ -18,13 +20,14 @@ import scala.collection.mutable.ArrayBuffer
  * arrays are compacted once dead bytes outweigh live ones. One thread writes; reads after the last
  * write may come from any thread that received the rows.
  */
-private[engine] final class PackedRows {
+private[engine] final class PackedRows(expectedRows: Int = 0) {
   import PackedRows._
 
   private val chunks = ArrayBuffer.empty[Array[Byte]]
   private var fill = 0 // next free byte of the last chunk
-  private var hashes = new Array[Int](FirstSlots)
-  private var slots = new Array[Long](FirstSlots) // Empty, Removed, or a row's position + 1
+  // Sized for `expectedRows` at most half full, so a batch the size of the last one never rehashes.
+  private var hashes = new Array[Int](slotsFor(expectedRows))
+  private var slots = new Array[Long](hashes.length) // Empty, Removed, or a row's position + 1
   private var live = 0
   private var occupied = 0 // live and removed slots: what lengthens probes
   private var appended = 0L
@@ -71,12 +74,44 @@ private[engine] final class PackedRows {
     at >= 0
   }
 
+  /**
+   * `read` of each slot holding a row, in index order; the rows must not change while it runs. The
+   * slot numbers stay primitive ints: a commit walks every row of the batch this way.
+   */
+  def readRows[T](read: SlotReader[T]): Iterator[T] = new Iterator[T] {
+    private val index = slots
+    private var at = nextLive(index, 0)
+    def hasNext: Boolean = at < index.length
+    def next(): T = {
+      if (!hasNext) throw new NoSuchElementException("no more rows")
+      val row = read(at)
+      at = nextLive(index, at + 1)
+      row
+    }
+  }
+
+  /**
+   * Every row, in index order, as its tag and the array holding it with where its key and value lie
+   * there: nothing is copied. The rows must not change while it runs.
+   */
+  def foreachSlice(visit: SliceVisitor): Unit = {
+    val index = slots
+    var at = nextLive(index, 0)
+    while (at < index.length) {
+      val p = index(at)
+      val (c, o) = (chunkOf(p), offsetOf(p))
+      val keyLength = getInt(c, o)
+      visit(c(o + 4).toInt, c, o + HeaderBytes, keyLength, o + HeaderBytes + keyLength, getInt(c, o + 5))
+      at = nextLive(index, at + 1)
+    }
+  }
+
   /** The slots holding rows, in index order; the rows must not change while it runs. */
-  def liveSlots: Iterator[Int] = Iterator.range(0, slots.length).filter(slots(_) > 0)
+  def liveSlots: Iterator[Int] = readRows(slot => slot)
 
   /** An independent copy (for a writer that must not change rows it handed out). */
   def copy(): PackedRows = {
-    val fresh = new PackedRows
+    val fresh = new PackedRows(live)
     liveSlots.foreach(s => fresh.put(new BytesKey(key(s)), tag(s), value(s)))
     fresh
   }
@@ -192,12 +227,8 @@ private[engine] final class PackedRows {
     p
   }
 
-  private def keyEquals(p: Long, key: Array[Byte]): Boolean = intAt(p, 0) == key.length && {
-    val (c, o) = (chunkOf(p), offsetOf(p) + HeaderBytes)
-    var i = 0
-    while (i < key.length && c(o + i) == key(i)) i += 1
-    i == key.length
-  }
+  private def keyEquals(p: Long, key: Array[Byte]): Boolean =
+    intAt(p, 0) == key.length && JavaLibrary.equalRanges(chunkOf(p), offsetOf(p) + HeaderBytes, key, 0, key.length)
 
   private def rowBytes(p: Long): Int = HeaderBytes + intAt(p, 0) + intAt(p, 5)
   private def chunkOf(p: Long): Array[Byte] = chunks((p - 1 >>> 32).toInt)
@@ -209,9 +240,29 @@ private[engine] final class PackedRows {
 }
 
 private[engine] object PackedRows {
+  /** What [[PackedRows.readRows]] makes of one slot (a function of a primitive int: no boxing). */
+  trait SlotReader[T] { def apply(slot: Int): T }
+
+  /** What [[PackedRows.foreachSlice]] hands over of one row. */
+  trait SliceVisitor {
+    def apply(tag: Int, bytes: Array[Byte], keyFrom: Int, keyLength: Int, valueFrom: Int, valueLength: Int): Unit
+  }
+
   private val Empty = 0L
   private val Removed = -1L
   private val FirstSlots = 16
+  private val MostFirstSlots = 1 << 24
+
+  // The smallest power of two holding `rows` at most half full (between 16 and 2^24 slots).
+  private def slotsFor(rows: Int): Int =
+    if (rows <= FirstSlots / 2) FirstSlots
+    else math.min(Integer.highestOneBit(rows * 2 - 1) << 1, MostFirstSlots)
+
+  private def nextLive(slots: Array[Long], from: Int): Int = {
+    var i = from
+    while (i < slots.length && slots(i) <= 0) i += 1
+    i
+  }
   // A key's length, the tag, the value's length.
   private val HeaderBytes = 9
   private val FirstChunk = 4096
@@ -220,7 +271,7 @@ private[engine] object PackedRows {
   private val MaxChunk = (4 << 20) - 64
   private val CompactFrom = 1L << 20
 
-  // Fibonacci hashing: Arrays.hashCode's low bits are weak for keys differing in their last byte.
+  // Fibonacci hashing on top: cheap insurance should a key's hash have weak low bits.
   private def spread(h: Int): Int = (h * 0x9E3779B9) ^ (h * 0x9E3779B9 >>> 16)
 
   private def getInt(c: Array[Byte], o: Int): Int =

@@ -36,7 +36,7 @@ private[engine] final class PriorRows {
   /** Heap held once kept as a commit's undo (the heap budget's count). */
   def heapBytes: Long = rows.heapBytes
 
-  def clear(): Unit = rows = new PackedRows
+  def clear(): Unit = rows = new PackedRows(rows.size)
 }
 
 private[engine] object PriorRows {

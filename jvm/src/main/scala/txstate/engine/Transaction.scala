@@ -199,6 +199,9 @@ final class Transaction private[engine] (
   /** Changes in apply order (range deletes, then point writes). */
   def changes: Iterator[ChangeRecord] = buffer.changes
 
+  /** [[changes]] as the buffer holds them, for a writer that copies them itself (a changelog). */
+  def changeSource: ChangeSource = buffer.changeSource
+
   /** True once the batch's writes started going to the database in the background. */
   private[engine] def writesAhead: Boolean = writingAhead
 

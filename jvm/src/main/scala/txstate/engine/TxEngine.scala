@@ -162,7 +162,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
       undo.keepingUndoOfWritesAhead(tx, committedPoint, keep) {
         writeChanges(rest, Long.MaxValue, format)(finishVersion(point, tx.indexCut, clearsInFlight = true))
       }
-      cache.telling(tx.changes, format).foreach(_ => ()) // the rows are written: keys already cached get them
+      cache.tell(tx.changes, format) // the rows are written: keys already cached get them
       writingAheadOf = None
     } else if (undo.holdsEarlyCommits) {
       // The version's early commits are in the database already; this write finishes it and clears

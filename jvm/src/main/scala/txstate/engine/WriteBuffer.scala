@@ -17,7 +17,7 @@ object BufferedWrite {
  * buffer and the hot-state cache for one read-then-write of a key.
  */
 private[engine] final class BytesKey(val bytes: Array[Byte]) {
-  override val hashCode: Int = Arrays.hashCode(bytes)
+  override val hashCode: Int = ByteKeys.hash(bytes)
   override def equals(other: Any): Boolean = other match {
     case k: BytesKey => k.hashCode == hashCode && Arrays.equals(k.bytes, bytes)
     case _ => false
@@ -118,8 +118,19 @@ final class WriteBuffer {
   def changes: Iterator[ChangeRecord] = {
     val deletes = ranges.iterator.map(r => ChangeRecord.DeleteRange(r.from, r.until.get): ChangeRecord)
     val rows = index
-    deletes ++ rows.liveSlots.map { at =>
+    deletes ++ rows.readRows[ChangeRecord] { at =>
       if (rows.tag(at) == TombstoneTag) ChangeRecord.Delete(rows.key(at)) else ChangeRecord.Put(rows.key(at), rows.value(at))
+    }
+  }
+
+  /** [[changes]] sent as slices of the packed rows, without copying them (the commit's changelog). */
+  def changeSource: ChangeSource = new ChangeSource {
+    def sendTo(sink: ChangeSink): Unit = {
+      ranges.foreach(r => sink.deleteRange(r.from, r.until.get))
+      index.foreachSlice { (tag, bytes, keyFrom, keyLength, valueFrom, valueLength) =>
+        if (tag == TombstoneTag) sink.delete(bytes, keyFrom, keyLength)
+        else sink.put(bytes, keyFrom, keyLength, bytes, valueFrom, valueLength)
+      }
     }
   }
 
@@ -145,7 +156,8 @@ final class WriteBuffer {
   /** Empties the buffer. The rows go to the garbage collector whole, or stay with an undo that holds them. */
   def clear(): Unit = {
     freezeViews()
-    index = new PackedRows
+    // The next batch is likely about as large: an index sized for it never rehashes.
+    index = new PackedRows(index.size)
     handedOut = false
     sorted = None
     sortedBytes = 0L

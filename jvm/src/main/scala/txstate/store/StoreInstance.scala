@@ -166,7 +166,7 @@ final class StoreInstance private (
     val k = current.segments + 1
     val entries = tx.uncommittedEntries
     val header = ChangelogHeader.of(pointOf(tx, current.checkpointId), tx.base.checkpointId, segments = k)
-    val bytes = checkpoint.writeSegment(header, k, tx.changes)
+    val bytes = checkpoint.writeSegment(header, k, tx.changeSource)
     engine.earlyCommit(tx)
     (current.copy(segments = k), EarlyCommitReport(entries, bytes, millisSince(start)))
   }
@@ -176,7 +176,7 @@ final class StoreInstance private (
     val point = pointOf(tx, attempt.fold(UUID.randomUUID().toString)(_.checkpointId))
     val header = ChangelogHeader.of(point, tx.base.checkpointId, attempt.fold(0)(_.segments))
     ownChangelog = None
-    val written = checkpoint.writeOwnChangelog(header, idInName(header.checkpointId), tx.changes)
+    val written = checkpoint.writeOwnChangelog(header, idInName(header.checkpointId), tx.changeSource)
     engine.commit(tx, point)
     ownChangelog = Some(written)
     commitsMade.incrementAndGet()

@@ -8,6 +8,15 @@ final class PackedRowsTest extends AnyFunSuite {
   private def contents(rows: PackedRows): Map[Vector[Byte], Row] =
     rows.liveSlots.map(s => rows.key(s).toVector -> Row(rows.tag(s), rows.value(s).toVector)).toMap
 
+  // The rows as `foreachSlice` hands them over: each read from the array that holds it.
+  private def sliced(rows: PackedRows): Map[Vector[Byte], Row] = {
+    val seen = Map.newBuilder[Vector[Byte], Row]
+    rows.foreachSlice { (tag, bytes, keyFrom, keyLength, valueFrom, valueLength) =>
+      seen += bytes.slice(keyFrom, keyFrom + keyLength).toVector -> Row(tag, bytes.slice(valueFrom, valueFrom + valueLength).toVector)
+    }
+    seen.result()
+  }
+
   test("random puts, rewrites and removals read back as a hash map holds them, through rehashes and compactions") {
     val random = new scala.util.Random(31)
     val rows = new PackedRows
@@ -30,7 +39,10 @@ final class PackedRowsTest extends AnyFunSuite {
           rows.put(k, tag, value)
           expected(key.toVector) = Row(tag, value.toVector)
       }
-      if (step % 50000 == 0) assert(contents(rows) == expected.toMap, s"step $step")
+      if (step % 50000 == 0) {
+        assert(contents(rows) == expected.toMap, s"step $step")
+        assert(sliced(rows) == expected.toMap, s"step $step")
+      }
     }
     assert(rows.size == expected.size)
     expected.foreach { case (key, row) =>
@@ -41,6 +53,16 @@ final class PackedRowsTest extends AnyFunSuite {
     // Dead bytes are compacted away: what the rows hold stays within a few times what is live.
     val liveBytes = expected.map { case (k, r) => 9L + k.size + r.value.size }.sum
     assert(rows.heapBytes < 3 * liveBytes + (8L << 20), s"${rows.heapBytes} bytes for $liveBytes live")
+  }
+
+  test("rows sized for in advance read back alike, and walking them past the last row fails") {
+    val rows = new PackedRows(expectedRows = 5000)
+    (0 until 6000).foreach(i => rows.put(new BytesKey(BigInt(i).toByteArray), i % 3, BigInt(i * 7).toByteArray))
+    assert(contents(rows) == (0 until 6000).map(i => BigInt(i).toByteArray.toVector -> Row(i % 3, BigInt(i * 7).toByteArray.toVector)).toMap)
+    val walk = rows.liveSlots
+    (0 until 6000).foreach(_ => walk.next())
+    assert(!walk.hasNext)
+    intercept[NoSuchElementException](walk.next())
   }
 
   test("a row longer than a chunk gets a chunk of its own; a copy is independent of the original") {

@@ -27,6 +27,25 @@ final class WriteBufferTest extends AnyFunSuite {
     assert(buffer.touchedKeys.ranges.map(r => str(r.from)) == Vector("b", "p"))
   }
 
+  test("the change source sends exactly the change records, in their order, as slices of the packed rows") {
+    val buffer = new WriteBuffer
+    (1 to 3000).foreach(i => buffer.put(b(s"k$i"), b("v" * (i % 7))))
+    (1 to 3000 by 3).foreach(i => buffer.delete(b(s"k$i")))
+    buffer.deleteRange(b("k2"), b("k3"))
+    (1 to 50).foreach(i => buffer.put(b(s"k2$i"), b(s"after $i"))) // after the range delete: kept
+    val sent = Vector.newBuilder[String]
+    // Each slice is read at once, as the changelog's writer does; offsets must stay inside the array.
+    def slice(bytes: Array[Byte], from: Int, length: Int): String = str(java.util.Arrays.copyOfRange(bytes, from, from + length))
+    buffer.changeSource.sendTo(new ChangeSink {
+      def put(k: Array[Byte], kf: Int, kl: Int, v: Array[Byte], vf: Int, vl: Int): Unit = sent += s"put ${slice(k, kf, kl)}=${slice(v, vf, vl)}"
+      def delete(k: Array[Byte], kf: Int, kl: Int): Unit = sent += s"delete ${slice(k, kf, kl)}"
+      def deleteRange(from: Array[Byte], until: Array[Byte]): Unit = sent += s"range ${str(from)}..${str(until)}"
+    })
+    val records = describe(buffer.changes)
+    assert(records.size == 1 + (3000 - 1111) + 50) // the range, the writes outside k2*, the writes after it
+    assert(sent.result() == records)
+  }
+
   test("byte accounting is the heap the rows hold: in-place rewrites keep it, clear returns it to zero") {
     val buffer = new WriteBuffer
     assert(buffer.byteSize == 0)
