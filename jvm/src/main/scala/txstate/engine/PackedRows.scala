@@ -25,7 +25,7 @@ private[engine] final class PackedRows(expectedRows: Int = 0) {
 
   private val chunks = ArrayBuffer.empty[Array[Byte]]
   private var fill = 0 // next free byte of the last chunk
-  // Sized for `expectedRows` at most half full, so a batch the size of the last one never rehashes.
+  // Sized for `expectedRows` at most half full (a copy of rows that exist), so filling it never rehashes.
   private var hashes = new Array[Int](slotsFor(expectedRows))
   private var slots = new Array[Long](hashes.length) // Empty, Removed, or a row's position + 1
   private var live = 0
@@ -253,10 +253,10 @@ private[engine] object PackedRows {
   private val FirstSlots = 16
   private val MostFirstSlots = 1 << 24
 
-  // The smallest power of two holding `rows` at most half full (between 16 and 2^24 slots).
+  // The smallest power of two above twice `rows` (between 16 and 2^24 slots): `rows` fit at most half full.
   private def slotsFor(rows: Int): Int =
-    if (rows <= FirstSlots / 2) FirstSlots
-    else math.min(Integer.highestOneBit(rows * 2 - 1) << 1, MostFirstSlots)
+    if (rows < FirstSlots / 2) FirstSlots
+    else (java.lang.Long.highestOneBit((rows + 1) * 2L) << 1).min(MostFirstSlots.toLong).toInt
 
   private def nextLive(slots: Array[Long], from: Int): Int = {
     var i = from

@@ -36,7 +36,7 @@ private[engine] final class PriorRows {
   /** Heap held once kept as a commit's undo (the heap budget's count). */
   def heapBytes: Long = rows.heapBytes
 
-  def clear(): Unit = rows = new PackedRows(rows.size)
+  def clear(): Unit = rows = new PackedRows
 }
 
 private[engine] object PriorRows {

@@ -156,8 +156,7 @@ final class WriteBuffer {
   /** Empties the buffer. The rows go to the garbage collector whole, or stay with an undo that holds them. */
   def clear(): Unit = {
     freezeViews()
-    // The next batch is likely about as large: an index sized for it never rehashes.
-    index = new PackedRows(index.size)
+    index = new PackedRows
     handedOut = false
     sorted = None
     sortedBytes = 0L
