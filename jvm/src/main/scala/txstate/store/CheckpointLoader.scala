@@ -4,7 +4,8 @@ import scala.util.control.NonFatal
 
 import org.slf4j.LoggerFactory
 
-import txstate.checkpoint.{ChangelogHeader, CheckpointReader, Lineage, LineageChain, SnapshotManifest}
+import txstate.checkpoint.{ChangelogHeader, CheckpointReader, Lineage, LineageChain, MissingChangelogException,
+  SnapshotManifest}
 import txstate.engine.{CommitPoint, EngineErrors, LocalStateException, TxEngine}
 
 /**
@@ -51,7 +52,20 @@ private[store] final class CheckpointLoader(engine: TxEngine, checkpoint: Checkp
             log.info(s"txstate: cannot catch $label up from version ${local.version} to $version, rebuilding: $e")
             None
         }
-      walk.collect { case LineageChain(chain, level, id) if level == local.version && id == local.checkpointId => replay(chain) }
+      val toReplay = walk.collect {
+        case LineageChain(chain, level, id) if level == local.version && id == local.checkpointId => chain
+      }
+      toReplay.flatMap { chain =>
+        // A cleanup that ran since the walk (another instance's maintenance, a provider Spark is
+        // unloading) may have deleted changelogs of the chain below a newer snapshot: the
+        // rebuild finds that snapshot. The local database is wiped or restored there anyway.
+        try Some(replay(chain))
+        catch {
+          case e: MissingChangelogException =>
+            log.info(s"txstate: a changelog $label was catching up through is gone (${e.path}), rebuilding")
+            None
+        }
+      }
     }
   }
 
@@ -59,9 +73,41 @@ private[store] final class CheckpointLoader(engine: TxEngine, checkpoint: Checkp
    * Rebuilds from the newest usable snapshot on the lineage, then its changelogs. A snapshot that
    * cannot be restored is skipped with a warning and an older one (or the chain's root) is used.
    * Returns the number of changelogs replayed.
+   *
+   * The snapshots are listed once per attempt, and a cleanup elsewhere may run during it: another
+   * instance of the store (a provider Spark unloads after a query restart does its maintenance
+   * first) uploads a snapshot and deletes the files below it, which this attempt's walk may still
+   * need. So a failed attempt is made again, up to [[rebuildAttempts]] times, while snapshots have
+   * appeared since its listing: the files a cleanup keeps are exactly those the newer snapshot
+   * needs. A failure with no new snapshot is the checkpoint's, and is raised at once.
    */
-  def rebuild(version: Long, checkpointId: Option[String], unusable: Set[(Long, String)] = Set.empty): Int = {
-    val available = checkpoint.snapshots().flatMap(e => e.id.map(id => (e.version, id))).toSet -- unusable
+  def rebuild(version: Long, checkpointId: Option[String]): Int = {
+    @scala.annotation.tailrec
+    def attempt(n: Int): Int = {
+      val listed = snapshotsListed()
+      val outcome =
+        try Right(rebuildFrom(version, checkpointId, listed, Set.empty))
+        catch { case NonFatal(e) => Left(e) }
+      outcome match {
+        case Right(replayed) => replayed
+        case Left(e) =>
+          val appeared = snapshotsListed() -- listed
+          if (appeared.isEmpty || n >= CheckpointLoader.rebuildAttempts) throw e
+          log.info(s"txstate: the rebuild of version $version of $label failed while snapshots of versions " +
+            s"${appeared.toSeq.sorted.map(_._1).mkString(", ")} appeared (a cleanup elsewhere); trying again: " +
+            e.getMessage)
+          attempt(n + 1)
+      }
+    }
+    attempt(1)
+  }
+
+  private def snapshotsListed(): Set[(Long, String)] =
+    checkpoint.snapshots().flatMap(e => e.id.map(id => (e.version, id))).toSet
+
+  private def rebuildFrom(version: Long, checkpointId: Option[String], listed: Set[(Long, String)],
+      unusable: Set[(Long, String)]): Int = {
+    val available = listed -- unusable
     val walk =
       try walkDown(version, checkpointId)((level, id) => id.exists(i => available.contains((level, i))))
       catch { case NonFatal(e) => throw cannotRebuild(version, e.getMessage, e) }
@@ -83,7 +129,7 @@ private[store] final class CheckpointLoader(engine: TxEngine, checkpoint: Checkp
                 e.getMessage)
               false
           }
-        if (usable) replay(chain) else rebuild(version, checkpointId, unusable + ((level, id)))
+        if (usable) replay(chain) else rebuildFrom(version, checkpointId, listed, unusable + ((level, id)))
       case Left(link) =>
         throw cannotRebuild(version, s"its changelogs do not form one chain back to a snapshot or an empty store " +
           s"($link); the checkpoint is damaged or mixes files of two queries")
@@ -125,4 +171,9 @@ private[store] final class CheckpointLoader(engine: TxEngine, checkpoint: Checkp
     }
     chain.size
   }
+}
+
+private[store] object CheckpointLoader {
+  /** Attempts of one rebuild while cleanups elsewhere keep moving its snapshots (each one is rare). */
+  val rebuildAttempts = 3
 }

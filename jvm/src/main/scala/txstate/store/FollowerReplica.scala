@@ -87,18 +87,12 @@ final class FollowerReplica private (
     }
   }
 
-  /** The leader's cleanup can delete what a rebuild is reading: list again and retry a few times. */
-  private def reanchor(version: Long, checkpointId: Option[String]): Int = {
-    def attempt(left: Int): Int =
-      try loader.rebuild(version, checkpointId)
-      catch {
-        case e: NewerFormatException => throw e
-        case NonFatal(e) if left > 1 && newerFormat(e).isEmpty =>
-          log.info(s"txstate: $label re-anchoring on version $version failed, trying again: $e")
-          attempt(left - 1)
-      }
-    attempt(FollowerReplica.reanchorAttempts)
-  }
+  /**
+   * Restores the newest snapshot on the lineage and replays the rest. The leader's cleanup can
+   * delete what a rebuild is reading: `rebuild` lists the snapshots again and retries while new
+   * ones appear.
+   */
+  private def reanchor(version: Long, checkpointId: Option[String]): Int = loader.rebuild(version, checkpointId)
 
   private def newerFormat(e: Throwable): Option[NewerFormatException] =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).collectFirst { case n: NewerFormatException => n }
@@ -117,8 +111,6 @@ final class FollowerReplica private (
 }
 
 object FollowerReplica {
-  private val reanchorAttempts = 3
-
   /**
    * Opens an empty replica in `local` of the store instance whose checkpoint files are under
    * `checkpointRoot`; the first `advanceTo` fills it.
