@@ -19,6 +19,38 @@ private final case class Unloadable(version: Long, path: Option[Path], reason: S
 final class PartitionVerifier(partition: TxStatePartition, label: String, number: Int, progress: OperateProgress) {
   private val reader = partition.reader
 
+  /**
+   * [[run]] over the versions within `retain` of `version` (what a restart loads), made again when
+   * a running query may have moved the files under it. Its maintenance uploads snapshots and
+   * deletes the files below them while verify reads: a changelog listed at the start and deleted
+   * before its read is cleaned up, not damaged, and the versions below the query's newest changelog
+   * less `retain` need not load any more. So a pass with findings, during which the files changed
+   * or after which the query has committed past `version`, is made again (at most
+   * [[PartitionVerifier.attempts]] in all), from a fresh listing and over the versions the query
+   * still keeps. On a stopped query the first pass is the answer.
+   */
+  def verify(version: Long, retain: Int, committedId: Long => Option[String]): (Seq[Finding], PartitionCheck) = {
+    @scala.annotation.tailrec
+    def attempt(n: Int, oldest: Long): (Seq[Finding], PartitionCheck) = {
+      val before = files()
+      val result = run(version, oldest, committedId)
+      val after = files()
+      // `version` + 1 may be a failed batch's changelog on a stopped query; past it the query runs.
+      val newest = changelogVersions(after).foldLeft(version)(math.max)
+      val moved = before != after || newest > version + 1
+      if (result._1.isEmpty || !moved || n >= PartitionVerifier.attempts) result
+      else attempt(n + 1, math.max(oldest, newest - retain + 1))
+    }
+    attempt(1, math.max(1L, version - retain + 1))
+  }
+
+  /** The names of the partition's changelogs, segments and manifests: what a running query's maintenance changes. */
+  private def files(): Set[String] =
+    (reader.changelogs() ++ reader.segments() ++ reader.snapshots()).map(_.path.getName).toSet
+
+  private def changelogVersions(names: Set[String]): Set[Long] =
+    names.filter(_.endsWith(".txlog")).map(_.takeWhile(_.isDigit)).filter(_.nonEmpty).map(_.toLong)
+
   def run(version: Long, oldestRetained: Long, committedId: Long => Option[String]): (Seq[Finding], PartitionCheck) = {
     val changelogs = reader.changelogs()
     val segments = reader.segments()
@@ -137,6 +169,9 @@ final class PartitionVerifier(partition: TxStatePartition, label: String, number
 }
 
 object PartitionVerifier {
+  /** Passes over a partition whose files a running query keeps changing (each change is a maintenance round). */
+  val attempts = 3
+
   /** What Spark does with a damaged file that breaks the loads of `broken` when a restart loads `version`. */
   def consequence(broken: Seq[Long], version: Long, snapshotFile: Boolean): String =
     if (broken.contains(version)) {

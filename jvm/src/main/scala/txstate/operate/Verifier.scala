@@ -26,7 +26,7 @@ final class Verifier(checkpoint: OpenedCheckpoint, hadoopConf: Configuration, mi
       progress.starting(s"${store.label}, partition $p")
       val partition = checkpoint.txstatePartition(dir)
       val (found, check) = new PartitionVerifier(partition, store.label, p, progress)
-        .run(version, math.max(1L, version - retain + 1), v => checkpoint.committedId(v, store, p))
+        .verify(version, retain, v => checkpoint.committedId(v, store, p))
       val result =
         if (!deep || found.nonEmpty || version == 0) (found, check)
         else replay(store, p, partition, check) match {

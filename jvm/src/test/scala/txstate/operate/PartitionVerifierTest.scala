@@ -10,7 +10,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import txstate.TempDirectories
 import txstate.checkpoint.{ChangelogHeader, CheckpointReader, StoreCheckpoint}
 import txstate.engine.ChangeRecord
-import txstate.store.ReadOnlyFileSystem
+import txstate.store.{InterleavedReader, ReadOnlyFileSystem, StoreInstance, WriterBeside}
 
 final class PartitionVerifierTest extends AnyFunSuite with TempDirectories {
   private val conf = new Configuration()
@@ -28,10 +28,13 @@ final class PartitionVerifierTest extends AnyFunSuite with TempDirectories {
     root
   }
 
+  private def verifierOf(partition: TxStatePartition): PartitionVerifier =
+    new PartitionVerifier(partition, "operator 0 (test), store default", 0, new OperateProgress)
+
   private def verify(root: Path, version: Long, oldest: Long): (Seq[Finding], PartitionCheck) = {
     val reads = ReadOnlyFileSystem.reads(root, conf)
-    val partition = new TxStatePartition(new CheckpointReader(root, reads), reads, idsInFileNames = false)
-    new PartitionVerifier(partition, "operator 0 (test), store default", 0, new OperateProgress).run(version, oldest, _ => None)
+    verifierOf(new TxStatePartition(new CheckpointReader(root, reads), reads, idsInFileNames = false))
+      .run(version, oldest, _ => None)
   }
 
   private def flipByte(file: File): Unit = {
@@ -79,6 +82,57 @@ final class PartitionVerifierTest extends AnyFunSuite with TempDirectories {
     assert(Inspector.fileChain(files, 3) == LoadChain(Some(2), Seq(3L), None))
     val gap = Inspector.fileChain(files.filterNot(_ == VersionFile(5, snapshot = false)), 6)
     assert(gap.problem.exists(_.contains("missing version 5")), gap)
+  }
+
+  // ---- a running query's checkpoint: its maintenance moves files while verify reads them --------
+
+  private val retain = 3
+
+  /** `verify` of a writer at version 6 (see [[WriterBeside]]) through `reader(root, writer)`. */
+  private def verifyBeside(version: Long)(reader: (Path, StoreInstance) => CheckpointReader)
+      : (Seq[Finding], PartitionCheck, Path) = {
+    val root = new Path(newTempPath("running").toURI)
+    val writer = WriterBeside.at6(root, newTempPath("writer"))
+    try {
+      val reads = ReadOnlyFileSystem.reads(root, conf)
+      val (findings, check) = verifierOf(new TxStatePartition(reader(root, writer), reads, idsInFileNames = false))
+        .verify(version, retain, _ => None)
+      (findings, check, root)
+    } finally writer.close()
+  }
+
+  test("changelogs a running query cleans up while verify reads them are not damage: the pass is made again") {
+    var interleaved: Option[InterleavedReader] = None
+    // Listed 1 to 6, then the query's maintenance deletes 1 to 3 as verify starts reading them.
+    val (findings, check, root) = verifyBeside(6) { (root, writer) =>
+      val reader = new InterleavedReader(root, "readChangelog", () => WriterBeside.maintain(writer, retain))
+      interleaved = Some(reader)
+      reader
+    }
+    assert(interleaved.exists(_.interleaved))
+    assert(WriterBeside.changelogFiles(root) == Set("4.txlog", "5.txlog", "6.txlog"))
+    assert(findings.isEmpty, findings)
+    assert(check.loadable == 3 && check.versionsFrom == 4, check)
+  }
+
+  test("versions a running query no longer keeps, having committed past what verify read, are not findings") {
+    // The commit log said version 4 when verify started; the query has since committed 6 and cleaned
+    // up below its snapshot of 4, so versions 2 and 3 of the window 2..4 need not load any more.
+    val (findings, check, _) = verifyBeside(4) { (root, writer) =>
+      WriterBeside.maintain(writer, retain)
+      new CheckpointReader(root, ReadOnlyFileSystem.reads(root, conf))
+    }
+    assert(findings.isEmpty, findings)
+    assert(check.loadable == 1 && check.versionsFrom == 4, check)
+  }
+
+  test("a stopped store's missing changelog is reported after one pass, not hidden by a retry") {
+    val root = store(4)
+    new File(new File(root.toUri), "2.txlog").delete()
+    val reads = ReadOnlyFileSystem.reads(root, conf)
+    val partition = new TxStatePartition(new CheckpointReader(root, reads), reads, idsInFileNames = false)
+    val (findings, _) = verifierOf(partition).verify(4, 4, _ => None)
+    assert(findings.map(f => new Path(f.path).getName) == Seq("2.txlog"), findings)
   }
 
   test("skew is flagged by keys with advice to rescale, and not for an even store") {

@@ -2,15 +2,16 @@ package txstate.store
 
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
-import java.util.concurrent.atomic.AtomicBoolean
+import java.util.concurrent.atomic.AtomicInteger
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
-import txstate.checkpoint.{CheckpointEntry, CheckpointReader, Changelog}
+import txstate.checkpoint.{CheckpointEntry, CheckpointReader}
 import txstate.engine.{KeyRange, TxEngine}
+import txstate.store.WriterBeside.{changelogFiles, contentsAt6, maintain}
 
 /**
  * A load while another instance of the same store cleans up its checkpoint. After a query restart
@@ -19,48 +20,12 @@ import txstate.engine.{KeyRange, TxEngine}
  * below it, which the new one's walk, listed before the upload, may still be about to read.
  *
  * The two interleave at a fixed point, with real files and real databases on both sides: the
- * loading side reads through a [[CheckpointReader]] that lets the writer's maintenance run once,
+ * loading side reads through an [[InterleavedReader]] that lets the writer's maintenance run once,
  * right after the step named, then goes on as before.
  */
 final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
-  private def b(s: String): Array[Byte] = s.getBytes(UTF_8)
-
+  // The writer keeps 2 versions: its cleanup at version 6 anchors on the snapshot of 4 and deletes 1 to 3.
   private val retained = 2
-
-  /** A writer at version 6, a snapshot of version 4 staged and not uploaded: its cleanup deletes 1 to 3. */
-  private def writerAt6(root: Path): StoreInstance = {
-    val writer = StoreInstance.open(LocalDirectory(newTempPath("writer"), stable = true, None), root,
-      new Configuration(), StoreOptions(snapshotInterval = 4), "writer")
-    writer.load(0, None)
-    (1 to 6).foreach { v =>
-      val batch = writer.begin()
-      batch.put(b(s"k$v"), b(s"v$v"))
-      batch.put(b("last"), b(s"$v"))
-      if (v == 5) batch.delete(b("k2"))
-      assert(batch.commit().version == v)
-    }
-    writer
-  }
-
-  /** The writer's maintenance: upload what is staged, then clean up as Spark's maintenance thread does. */
-  private def maintain(writer: StoreInstance): Unit = {
-    assert(writer.uploadSnapshot().map(_.version).contains(4L))
-    writer.cleanup(minVersionsToRetain = retained, storedFileGraceMs = 10 * 60 * 1000)
-  }
-
-  /** Reads the checkpoint like any reader, and runs `between` once, right after the first call `after` names. */
-  private class Interleaved(root: Path, after: String, between: () => Unit)
-      extends CheckpointReader(root, ReadOnlyFileSystem.reads(root, new Configuration())) {
-    private val ran = new AtomicBoolean(false)
-    private def once(step: String): Unit = if (step == after && ran.compareAndSet(false, true)) between()
-    def interleaved: Boolean = ran.get
-
-    override def snapshots(): Seq[CheckpointEntry] = { val listed = super.snapshots(); once("snapshots"); listed }
-    override def readChangelog(version: Long, idInName: Option[String]): Changelog = {
-      once("readChangelog")
-      super.readChangelog(version, idInName)
-    }
-  }
 
   private def contents(engine: TxEngine): Map[String, String] = {
     val tx = engine.begin()
@@ -69,15 +34,10 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
     finally { it.close(); tx.discard() }
   }
 
-  private def changelogFiles(root: Path): Set[String] =
-    Option(new File(root.toUri).list()).fold(Set.empty[String])(_.filter(_.endsWith(".txlog")).toSet)
-
-  private val expected = (Map("last" -> "6") ++ (1 to 6).filter(_ != 2).map(v => s"k$v" -> s"v$v"))
-
   /** A writer at version 6 and an empty engine loading its checkpoint: `body(root, writer, engine)`. */
   private def withWriterAndLoader(body: (Path, StoreInstance, TxEngine) => Unit): Unit = {
     val root = new Path(newTempPath("checkpoint").toURI)
-    val writer = writerAt6(root)
+    val writer = WriterBeside.at6(root, newTempPath("writer"))
     val engine = TxEngine.open(newTempPath("loader"))
     try body(root, writer, engine)
     finally { engine.close(); writer.close() }
@@ -89,13 +49,13 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
   test("a rebuild whose listing a cleanup outdated finds the new snapshot and loads the version exactly") {
     withWriterAndLoader { (root, writer, engine) =>
       // Listed with no snapshot in it: this attempt walks down to version 1, which the cleanup deletes.
-      val reader = new Interleaved(root, "snapshots", () => maintain(writer))
+      val reader = new InterleavedReader(root, "snapshots", () => maintain(writer, retained))
       val replayed = loaderOver(engine, reader).rebuild(6, None)
       assert(reader.interleaved)
       assert(changelogFiles(root) == Set("4.txlog", "5.txlog", "6.txlog"), "the cleanup ran between listing and walk")
       assert(replayed == 2, "restored the snapshot of version 4, then replayed 5 and 6")
       assert(engine.committed.version == 6)
-      assert(contents(engine) == expected)
+      assert(contents(engine) == contentsAt6)
     }
   }
 
@@ -105,21 +65,21 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
       val plain = new CheckpointReader(root, ReadOnlyFileSystem.reads(root, new Configuration()))
       loaderOver(engine, plain).rebuild(2, None)
       assert(engine.committed.version == 2)
-      val reader = new Interleaved(root, "readChangelog", () => maintain(writer))
+      val reader = new InterleavedReader(root, "readChangelog", () => maintain(writer, retained))
       val loader = loaderOver(engine, reader)
       assert(loader.catchUp(6, None).isEmpty, "the catch-up gives way to a rebuild")
       assert(reader.interleaved)
       assert(changelogFiles(root) == Set("4.txlog", "5.txlog", "6.txlog"))
       assert(loader.rebuild(6, None) == 2)
-      assert(contents(engine) == expected)
+      assert(contents(engine) == contentsAt6)
     }
   }
 
   test("a rebuild that fails with no snapshot appearing since its listing fails at once, naming the missing file") {
     withWriterAndLoader { (root, _, engine) =>
       assert(new File(new File(root.toUri), "3.txlog").delete())
-      val listings = new java.util.concurrent.atomic.AtomicInteger()
-      val reader = new Interleaved(root, "snapshots", () => ()) {
+      val listings = new AtomicInteger()
+      val reader = new InterleavedReader(root, "snapshots", () => ()) {
         override def snapshots(): Seq[CheckpointEntry] = { listings.incrementAndGet(); super.snapshots() }
       }
       val failure = intercept[StoreException](loaderOver(engine, reader).rebuild(6, None))
