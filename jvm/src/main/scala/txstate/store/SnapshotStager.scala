@@ -5,6 +5,8 @@ import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicReference
 
+import org.slf4j.LoggerFactory
+
 import txstate.checkpoint.{SnapshotFile, SnapshotManifest, StoreCheckpoint}
 import txstate.engine.{CommitPoint, TxEngine}
 
@@ -13,9 +15,14 @@ import txstate.engine.{CommitPoint, TxEngine}
  * and hard links): `stage` at commit time, `upload` later on Spark's maintenance thread.
  *
  * SST files never change once written, so an SST already uploaded for the same local database
- * incarnation is referenced again instead of copied: snapshots share files.
+ * incarnation is referenced again instead of copied: snapshots share files. Only while it is still
+ * there: another instance of the store (the provider of a query's previous run, which Spark unloads
+ * after maintenance) may have cleaned up the snapshot this one was restored from, and with it the
+ * files no snapshot of its own lists. So an upload that would reuse files lists the stored files
+ * once, and copies again what is gone (docs/ARCHITECTURE.md, "Files in a checkpoint").
  */
 private[store] final class SnapshotStager(stagingRoot: File, checkpoint: StoreCheckpoint) {
+  private val log = LoggerFactory.getLogger(classOf[SnapshotStager])
   private final case class Staged(point: CommitPoint, dir: File, incarnation: String)
 
   private val pending = new AtomicReference[Option[Staged]](None)
@@ -47,9 +54,13 @@ private[store] final class SnapshotStager(stagingRoot: File, checkpoint: StoreCh
     try {
       var copied = 0L
       var reused = 0L
+      var gone = 0
+      // Listed only when some file would be reused; one listing for the whole snapshot.
+      lazy val stored: Set[String] = checkpoint.storedFiles().map(_.getPath.getName).toSet
+      def stillStored(file: SnapshotFile): Boolean = stored.contains(file.storedName) || { gone += 1; false }
       val files = Option(staged.dir.listFiles()).toSeq.flatten.filter(_.isFile).sortBy(_.getName).map { local =>
         val key = (staged.incarnation, local.getName, local.length())
-        Option(uploaded.get(key)).filter(_ => local.getName.endsWith(".sst")) match {
+        Option(uploaded.get(key)).filter(_ => local.getName.endsWith(".sst")).filter(stillStored) match {
           case Some(existing) =>
             reused += existing.size
             existing
@@ -61,6 +72,10 @@ private[store] final class SnapshotStager(stagingRoot: File, checkpoint: StoreCh
             if (local.getName.endsWith(".sst")) uploaded.put(key, file)
             file
         }
+      }
+      if (gone > 0) {
+        log.warn(s"txstate: $gone stored files of the snapshot of version ${staged.point.version} were deleted since " +
+          s"this instance uploaded or restored them (a cleanup by another instance of the store), and were copied again")
       }
       val id = staged.point.checkpointId.getOrElse(throw StoreErrors.stagedSnapshotWithoutId(staged.point.version))
       val manifest = SnapshotManifest(staged.point.version, id, staged.point.numKeys, staged.point.commitTimeMs, files)

@@ -9,7 +9,7 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
-import txstate.checkpoint.{CheckpointEntry, CheckpointReader}
+import txstate.checkpoint.{CheckpointEntry, CheckpointReader, SnapshotFile}
 import txstate.engine.{KeyRange, TxEngine}
 import txstate.store.WriterBeside.{changelogFiles, contentsAt6, maintain}
 
@@ -85,6 +85,73 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
       val failure = intercept[StoreException](loaderOver(engine, reader).rebuild(6, None))
       assert(failure.getMessage.contains("3.txlog"), failure.getMessage)
       assert(listings.get == 2, "listed once for the attempt, once to see that nothing changed: no second attempt")
+    }
+  }
+
+  // ---- a snapshot after a restore, when another instance's cleanup took the restored one away ----
+
+  /**
+   * A checkpoint at version 6 with a snapshot of 6 uploaded, and a new instance that restored
+   * version 6 from it (adopting its stored files, as after a query restart; nothing replayed, so
+   * no compaction has replaced them yet): `body(root, restarted)`.
+   */
+  private def withRestoredInstance(body: (Path, StoreInstance) => Unit): Unit = {
+    val root = new Path(newTempPath("checkpoint").toURI)
+    val writer = WriterBeside.at6(root, newTempPath("writer"), snapshotInterval = 6)
+    try maintain(writer, retain = 10, staged = 6) finally writer.close()
+    val restarted = StoreInstance.open(LocalDirectory(newTempPath("restarted"), stable = true, None), root,
+      new Configuration(), StoreOptions(), "restarted")
+    try {
+      assert(restarted.load(6, None).path == LoadPath.Rebuilt)
+      body(root, restarted)
+    } finally restarted.close()
+  }
+
+  private def reader(root: Path) = new CheckpointReader(root, ReadOnlyFileSystem.reads(root, new Configuration()))
+
+  /** Commits version 7 with a snapshot and uploads it: the upload's report and the manifest's stored files. */
+  private def snapshotAt7(root: Path, inst: StoreInstance): (SnapshotReport, Seq[SnapshotFile]) = {
+    val batch = inst.begin()
+    batch.put("k7".getBytes(UTF_8), "v7".getBytes(UTF_8))
+    assert(batch.commit(forceSnapshot = true).version == 7)
+    val report = inst.uploadSnapshot().getOrElse(fail("nothing was staged at version 7"))
+    val seven = reader(root).snapshots().filter(_.version == 7)
+    assert(seven.size == 1, seven)
+    (report, reader(root).readManifest(7, seven.head.id.get).files)
+  }
+
+  private def sstNames(files: Seq[SnapshotFile]): Set[String] = files.map(_.localName).filter(_.endsWith(".sst")).toSet
+
+  test("a snapshot after a restore shares the stored files of the snapshot restored, while they are there") {
+    withRestoredInstance { (root, restarted) =>
+      val six = reader(root).readManifest(6, reader(root).snapshots().head.id.get).files
+      val (report, seven) = snapshotAt7(root, restarted)
+      assert(report.reusedBytes > 0, report)
+      assert((sstNames(six) & sstNames(seven)).nonEmpty, "the restored database still holds files of the snapshot")
+      seven.foreach(reader(root).verifyStored)
+    }
+  }
+
+  test("a snapshot never lists a stored file another instance's cleanup deleted since the restore: it copies it again") {
+    withRestoredInstance { (root, restarted) =>
+      // What a cleanup anchored on a newer snapshot, by another instance, does to the snapshot of 6.
+      val Seq(sixEntry) = reader(root).snapshots()
+      val six = reader(root).readManifest(6, sixEntry.id.get).files
+      six.foreach(f => assert(new File(new File(root.toUri), s"sst/${f.storedName}").delete()))
+      assert(new File(sixEntry.path.toUri).delete())
+      val (report, seven) = snapshotAt7(root, restarted)
+      assert((sstNames(six) & sstNames(seven)).nonEmpty, "files the restore adopted were candidates for reuse")
+      assert(report.reusedBytes == 0, report)
+      seven.foreach(reader(root).verifyStored) // each listed file is stored, whole: a load can restore it
+      val fresh = StoreInstance.open(LocalDirectory(newTempPath("fresh"), stable = true, None), root,
+        new Configuration(), StoreOptions(), "fresh")
+      try {
+        assert(fresh.load(7, None).path == LoadPath.Rebuilt)
+        assert(fresh.newestSnapshot == 7, "restored from the snapshot of 7, not rebuilt from changelogs")
+        val batch = fresh.begin()
+        try assert(batch.get("k7".getBytes(UTF_8)).map(new String(_, UTF_8)).contains("v7"))
+        finally batch.discard()
+      } finally fresh.close()
     }
   }
 }

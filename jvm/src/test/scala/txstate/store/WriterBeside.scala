@@ -11,16 +11,17 @@ import txstate.checkpoint.{Changelog, CheckpointEntry, CheckpointReader}
 
 /**
  * A store instance writing a checkpoint while something else reads it, as a running query's does:
- * at version 6, one key per version and `k2` deleted at 5, with a snapshot of version 4 staged and
- * not uploaded. Its maintenance then uploads that snapshot and deletes the changelogs below it.
+ * at version 6, one key per version and `k2` deleted at 5, with a snapshot of version 4 (by
+ * default) staged and not uploaded. Its maintenance then uploads that snapshot and deletes the
+ * changelogs below it.
  */
 object WriterBeside {
   /** What the store holds at version 6. */
   val contentsAt6: Map[String, String] = Map("last" -> "6") ++ (1 to 6).filter(_ != 2).map(v => s"k$v" -> s"v$v")
 
-  def at6(root: Path, local: File): StoreInstance = {
+  def at6(root: Path, local: File, snapshotInterval: Int = 4): StoreInstance = {
     val writer = StoreInstance.open(LocalDirectory(local, stable = true, None), root, new Configuration(),
-      StoreOptions(snapshotInterval = 4), "writer")
+      StoreOptions(snapshotInterval = snapshotInterval), "writer")
     writer.load(0, None)
     (1 to 6).foreach { v =>
       val batch = writer.begin()
@@ -32,9 +33,9 @@ object WriterBeside {
     writer
   }
 
-  /** The maintenance Spark runs: upload what is staged (version 4), then clean up keeping `retain` versions. */
-  def maintain(writer: StoreInstance, retain: Int): Unit = {
-    require(writer.uploadSnapshot().map(_.version).contains(4L), "the snapshot of version 4 was staged")
+  /** The maintenance Spark runs: upload what is staged (version `staged`), then clean up keeping `retain` versions. */
+  def maintain(writer: StoreInstance, retain: Int, staged: Long = 4): Unit = {
+    require(writer.uploadSnapshot().map(_.version).contains(staged), s"the snapshot of version $staged was staged")
     writer.cleanup(minVersionsToRetain = retain, storedFileGraceMs = 10 * 60 * 1000)
   }
 
