@@ -18,7 +18,6 @@ partition says it answered from: a torn batch, a stale value or an invented one 
 from __future__ import annotations
 
 import hashlib
-import shutil
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pytest
 
 import txstate_spark
 from harness.counting_stream import KEYS, check_counter, expected_counter, start_counting_stream, wait_until
+from harness.streaming_harness import copy_of_stopped
 from txstate_spark.query import (
     FailureReason,
     KeyQuery,
@@ -53,20 +53,6 @@ def file_hashes(root: Path) -> dict[str, str]:
     """Every file under `root` (relative name -> SHA-256 of its bytes)."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def copy_of_stopped(checkpoint: Path, copy: Path) -> Path:
-    """A copy of a stopped leader's checkpoint. Its maintenance may still be writing into it (a
-    snapshot upload renaming temporary files, a cleanup deleting old ones), so a copy that meets a
-    vanishing file is made again; temporary files are left out."""
-    for _ in range(5):
-        try:
-            shutil.copytree(checkpoint, copy, ignore=shutil.ignore_patterns(".*.tmp"))
-            return copy
-        except (shutil.Error, FileNotFoundError):
-            shutil.rmtree(copy, ignore_errors=True)
-            time.sleep(0.5)
-    raise AssertionError(f"{checkpoint} kept changing while it was copied")
 
 
 def check_whole_state(spark, follower, context: str) -> dict[int, int]:

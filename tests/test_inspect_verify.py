@@ -23,6 +23,7 @@ from harness.streaming_harness import (
     HDFS_PROVIDER,
     ROCKSDB_PROVIDER,
     TXSTATE_PROVIDER,
+    copy_of_stopped,
     list_checkpoint,
     run_case,
     wait_for_quiet_checkpoint,
@@ -50,9 +51,12 @@ def txstate_checkpoint(spark, tmp_path_factory) -> Path:
 
 
 def spark_provider_checkpoint(spark, tmp_path_factory, provider: str, name: str) -> Path:
+    """A copy of a stopped query's checkpoint on `provider`: Spark's maintenance of the stopped
+    query's providers may still write into the original (on the HDFS provider, a snapshot through a
+    temporary file), and the tests compare the bytes before and after inspect and verify."""
     work_dir = tmp_path_factory.mktemp(f"inspect-{name}")
     run_case(spark, counting_case(f"inspect_{name}", counting_batches(4), restarts=()), provider, work_dir)
-    return work_dir / "checkpoint"
+    return copy_of_stopped(work_dir / "checkpoint", work_dir / "stopped-copy")
 
 
 def checkpoint_hash(root: Path) -> str:

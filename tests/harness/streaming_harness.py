@@ -27,6 +27,7 @@ import json
 import os
 from importlib import metadata
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -491,6 +492,24 @@ def wait_for_quiet_checkpoint(
                 + describe_listing(stores)
             )
         time.sleep(0.25)
+
+
+def copy_of_stopped(checkpoint: Path, copy: Path) -> Path:
+    """A copy of a stopped query's checkpoint, which nothing writes into any more.
+
+    After the stop, Spark's maintenance may still write into the checkpoint, on any provider: it
+    unloads the stopped query's providers after a last round (a snapshot written to a temporary
+    file and renamed, a cleanup deleting old files). Tests that compare a checkpoint's bytes before
+    and after something read it take this copy instead. A copy that meets a vanishing file is made
+    again; temporary files (and their checksums) are left out."""
+    for _ in range(5):
+        try:
+            shutil.copytree(checkpoint, copy, ignore=shutil.ignore_patterns(".*.tmp", ".*.tmp.crc"))
+            return copy
+        except (shutil.Error, FileNotFoundError):
+            shutil.rmtree(copy, ignore_errors=True)
+            time.sleep(0.5)
+    raise AssertionError(f"{checkpoint} kept changing while it was copied")
 
 
 def describe_listing(stores: list[StoreFiles]) -> str:
