@@ -61,9 +61,19 @@ def shifted(output: RunOutput, added_batch: int) -> RunOutput:
 
 
 def file_hashes(root: Path) -> dict[str, str]:
-    """Every file under `root` (relative path -> SHA-256)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file under `root` (relative path -> SHA-256). The stopped query's providers may still
+    be in their last maintenance (a snapshot through a temporary file, a cleanup): temporary files
+    are left out, and a file deleted between the listing and its read is as if listed after."""
+    hashes = {}
+    for p in sorted(root.rglob("*")):
+        if p.name.startswith(".") and (p.name.endswith(".tmp") or p.name.endswith(".tmp.crc")):
+            continue
+        try:
+            if p.is_file():
+                hashes[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+        except FileNotFoundError:
+            continue
+    return hashes
 
 
 def store_files(checkpoint: Path) -> dict[str, str]:
