@@ -111,9 +111,8 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
 
   /**
    * Commits version 7 with a snapshot and uploads it: the upload's report and the manifest's stored
-   * files. The batch writes no row, so the rows' column family is not flushed again and keeps the
-   * restored file as it is (a new file beside it could start a compaction that replaces both,
-   * depending on timing): the snapshot of 7 has that file to share.
+   * files. The batch writes no row, so the rows' column family is not flushed again: it usually
+   * still holds the restored file, for the snapshot of 7 to share.
    */
   private def snapshotAt7(root: Path, inst: StoreInstance): (SnapshotReport, Seq[SnapshotFile]) = {
     val batch = inst.begin()
@@ -124,14 +123,20 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
     (report, reader(root).readManifest(7, seven.head.id.get).files)
   }
 
-  private def sstNames(files: Seq[SnapshotFile]): Set[String] = files.map(_.localName).filter(_.endsWith(".sst")).toSet
+  /** The files of `seven` that are `six`'s SST files as the database still holds them: what may be shared. */
+  private def sharable(six: Seq[SnapshotFile], seven: Seq[SnapshotFile]): Seq[SnapshotFile] =
+    seven.filter(f => f.localName.endsWith(".sst") && six.exists(s => s.localName == f.localName && s.size == f.size))
 
+  // Whether the restored database still holds a file of the snapshot when version 7 is staged depends
+  // on RocksDB's background compactions (under CI's load they may have replaced every one), so both
+  // tests hold for whatever is left to share, exactly.
   test("a snapshot after a restore shares the stored files of the snapshot restored, while they are there") {
     withRestoredInstance { (root, restarted) =>
       val six = reader(root).readManifest(6, reader(root).snapshots().head.id.get).files
       val (report, seven) = snapshotAt7(root, restarted)
-      assert(report.reusedBytes > 0, report)
-      assert((sstNames(six) & sstNames(seven)).nonEmpty, "the restored database still holds files of the snapshot")
+      val candidates = sharable(six, seven)
+      assert(candidates.forall(f => six.exists(_.storedName == f.storedName)), s"copied, not shared: $candidates")
+      assert(report.reusedBytes == candidates.map(_.size).sum, report)
       seven.foreach(reader(root).verifyStored)
     }
   }
@@ -144,7 +149,7 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
       six.foreach(f => assert(new File(new File(root.toUri), s"sst/${f.storedName}").delete()))
       assert(new File(sixEntry.path.toUri).delete())
       val (report, seven) = snapshotAt7(root, restarted)
-      assert((sstNames(six) & sstNames(seven)).nonEmpty, "files the restore adopted were candidates for reuse")
+      assert(sharable(six, seven).forall(f => !six.exists(_.storedName == f.storedName)), "a deleted file is listed")
       assert(report.reusedBytes == 0, report)
       seven.foreach(reader(root).verifyStored) // each listed file is stored, whole: a load can restore it
       val fresh = StoreInstance.open(LocalDirectory(newTempPath("fresh"), stable = true, None), root,
