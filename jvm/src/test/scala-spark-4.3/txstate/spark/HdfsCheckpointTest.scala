@@ -75,12 +75,27 @@ final class HdfsCheckpointTest extends AnyFunSuite with ProviderFixture {
       .getOrElse(fail(s"no changelog of version $version under $root: ${filesOnHdfs(root)}"))
   }
 
-  /** The DataNode's bytes sent so far, once the count has stopped moving (it is bumped after a read ends). */
-  private def dataNodeBytesRead(): Long = {
-    def sample() = cluster.counters.getOrElse("dn.BytesRead", fail(s"no DataNode byte counter: ${cluster.counters}"))
-    Iterator.iterate(sample()) { previous => Thread.sleep(200); val now = sample(); if (now == previous) -1L else now }
-      .sliding(2).collectFirst { case Seq(stable, -1L) => stable }.get
+  /**
+   * The cluster's counters once they have stopped moving. Hadoop counts a call after its reply has
+   * gone out (a NameNode handler, a DataNode transfer thread), so a caller that has its answer can
+   * still see the count before it: a sample is taken as final when it matches the next three.
+   */
+  private def settledCounters(): Map[String, Long] = {
+    val samples = Iterator.continually { val now = cluster.counters; Thread.sleep(200); now }
+    samples.sliding(4).collectFirst { case window if window.distinct.size == 1 => window.head }.get
   }
+
+  /**
+   * The settled counters once `moved` holds for them, waiting up to 10 s for it: on a loaded
+   * machine the count of work that has already returned may come late.
+   */
+  private def countersOnce(moved: Map[String, Long] => Boolean): Map[String, Long] = {
+    val deadline = System.nanoTime() + 10L * 1000 * 1000 * 1000
+    Iterator.continually(settledCounters()).find(c => moved(c) || System.nanoTime() > deadline).get
+  }
+
+  private def dataNodeBytesRead(counters: Map[String, Long]): Long =
+    counters.getOrElse("dn.BytesRead", fail(s"no DataNode byte counter: $counters"))
 
   test("a batch on the version it just committed reads the changelog's header only, not the changelog") {
     val root = hdfsRoot()
@@ -90,10 +105,10 @@ final class HdfsCheckpointTest extends AnyFunSuite with ProviderFixture {
       assert(s0.commit() == 1)
       val length = changelogLength(root, 1)
       assert(length > (256L << 10), s"the changelog must be far larger than a DataNode packet (64 KiB): $length bytes")
-      val before = dataNodeBytesRead()
+      val before = dataNodeBytesRead(settledCounters())
       // Checkpoint format v1: reusing the local database checks version 1's id in its changelog's header.
       val s1 = p.getStore(1)
-      val read = dataNodeBytesRead() - before
+      val read = dataNodeBytesRead(countersOnce(c => dataNodeBytesRead(c) > before)) - before
       assert(custom(s1)("txstateRebuilds") == 0 && custom(s1)("txstateChangelogsReplayed") == 0, custom(s1))
       s1.abort()
       assert(read > 0, "the header must have been read from the DataNode")
@@ -102,25 +117,23 @@ final class HdfsCheckpointTest extends AnyFunSuite with ProviderFixture {
   }
 
   /** The NameNode calls a cleanup round makes (it lists, checks and opens), from `before` to now. */
-  private def readCallsSince(before: Map[String, Long]): Map[String, Long] = {
-    val now = cluster.counters
+  private def readCallsSince(before: Map[String, Long], now: Map[String, Long]): Map[String, Long] =
     Seq("GetListing", "GetFileInfo", "GetBlockLocations").map(m => m -> (now.getOrElse(s"rpc.$m", 0L) -
       before.getOrElse(s"rpc.$m", 0L))).toMap
-  }
 
   test("a cleanup round with nothing committed or uploaded since the last one sends hdfs:// no request") {
     val root = hdfsRoot()
     withProvider(newProvider(root, keySchema, valueSchema, settings = every2)) { p =>
       (0 until 3).foreach(commitVersion(p, _))
       p.doMaintenance()
-      val idle = cluster.counters
+      val idle = settledCounters()
       p.doCleanupMaintenance()
-      val idleCalls = readCallsSince(idle)
+      val idleCalls = readCallsSince(idle, settledCounters())
       assert(idleCalls.values.sum == 0, s"an idle cleanup round asked the NameNode: $idleCalls")
       commitVersion(p, 3)
-      val afterCommit = cluster.counters
+      val afterCommit = settledCounters()
       p.doCleanupMaintenance()
-      val calls = readCallsSince(afterCommit)
+      val calls = readCallsSince(afterCommit, countersOnce(readCallsSince(afterCommit, _)("GetListing") > 0))
       assert(calls("GetListing") > 0, s"the round after a commit must look at the checkpoint again: $calls")
     }
   }
