@@ -28,7 +28,9 @@ import txstate.engine.{CacheStats, ChangeRecord, CommitPoint, CommittedView, Eng
  *
  * Lifecycle: `close()` never closes native state under a live batch: while one is open the close
  * is deferred until the batch ends. Maintenance (`uploadSnapshot`, `cleanup`, on Spark's
- * maintenance threads) and close exclude each other; maintenance after close does nothing.
+ * maintenance threads) and close exclude each other; maintenance after close does nothing. The
+ * maintenance of other instances of the same store in this JVM waits too
+ * ([[CheckpointMaintenanceLocks]]).
  */
 final class StoreInstance private (
     local: LocalDirectory,
@@ -118,7 +120,7 @@ final class StoreInstance private (
   /** Uploads the newest staged snapshot, off the commit path (a maintenance thread). */
   def uploadSnapshot(): Option[SnapshotReport] = maintenanceLock.synchronized {
     if (closed) None
-    else snapshots.upload().map { case (manifest, report) =>
+    else CheckpointMaintenanceLocks.holding(checkpoint.root)(snapshots.upload()).map { case (manifest, report) =>
       newestSnapshotVersion = math.max(newestSnapshotVersion, manifest.version)
       snapshotActivity.accumulateAndGet(SnapshotActivity.of(report), _ + _)
       log.info(s"txstate: uploaded snapshot of version ${manifest.version} of $label: $report")
@@ -138,7 +140,9 @@ final class StoreInstance private (
     // period) wait for the round after the next commit.
     val seen = (commitsMade.get, newestSnapshotVersion)
     if (!closed && !lastCleanupSaw.contains(seen)) {
-      Cleanup.run(checkpoint, options.idsInFileNames, minVersionsToRetain, storedFileGraceMs, label)
+      CheckpointMaintenanceLocks.holding(checkpoint.root) {
+        Cleanup.run(checkpoint, options.idsInFileNames, minVersionsToRetain, storedFileGraceMs, label)
+      }
       lastCleanupSaw = Some(seen)
     }
   }

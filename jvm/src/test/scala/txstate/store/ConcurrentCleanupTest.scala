@@ -2,7 +2,8 @@ package txstate.store
 
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
-import java.util.concurrent.atomic.AtomicInteger
+import java.util.concurrent.{CountDownLatch, TimeUnit}
+import java.util.concurrent.atomic.{AtomicInteger, AtomicReference}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -21,7 +22,8 @@ import txstate.store.WriterBeside.{changelogFiles, contentsAt6, maintain}
  *
  * The two interleave at a fixed point, with real files and real databases on both sides: the
  * loading side reads through an [[InterleavedReader]] that lets the writer's maintenance run once,
- * right after the step named, then goes on as before.
+ * right after the step named, then goes on as before. The maintenance of two instances of one store
+ * (a snapshot upload, a cleanup round) does not interleave at all in one JVM.
  */
 final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
   // The writer keeps 2 versions: its cleanup at version 6 anchors on the snapshot of 4 and deletes 1 to 3.
@@ -108,6 +110,32 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
   }
 
   private def reader(root: Path) = new CheckpointReader(root, ReadOnlyFileSystem.reads(root, new Configuration()))
+
+  test("an instance's upload and cleanup wait while another instance of the store is in maintenance in this JVM") {
+    val root = new Path(newTempPath("checkpoint").toURI)
+    val writer = WriterBeside.at6(root, newTempPath("writer"))
+    try {
+      val before = changelogFiles(root)
+      val ended = new CountDownLatch(1)
+      val failure = new AtomicReference[Option[Throwable]](None)
+      val maintenance = new Thread(() => {
+        try maintain(writer, retained) catch { case e: Throwable => failure.set(Some(e)) }
+        finally ended.countDown()
+      }, "writer-maintenance")
+      maintenance.setDaemon(true)
+      // The test holds what another instance's snapshot upload or cleanup round holds.
+      CheckpointMaintenanceLocks.holding(root) {
+        maintenance.start()
+        assert(!ended.await(1, TimeUnit.SECONDS), s"the writer's maintenance ran beside the other instance's: ${failure.get}")
+        assert(reader(root).snapshots().isEmpty && changelogFiles(root) == before, "it wrote or deleted meanwhile")
+      }
+      assert(ended.await(60, TimeUnit.SECONDS), "the writer's maintenance did not run once the other instance's ended")
+      failure.get.foreach(e => throw e)
+      assert(reader(root).snapshots().map(_.version) == Seq(4L))
+      assert(changelogFiles(root) == before -- Set("1.txlog", "2.txlog", "3.txlog"), changelogFiles(root))
+      assert(CheckpointMaintenanceLocks.inUse.isEmpty, "a lock outlived its holders")
+    } finally writer.close()
+  }
 
   /**
    * Commits version 7 with a snapshot and uploads it: the upload's report and the manifest's stored
