@@ -20,6 +20,11 @@
 import LineProjects.{lines, lineOf, newestLine, hadoopVersion, sparkJvmFlags, versionFolders, sparkSettings,
   lineSettings}
 
+// One forked test JVM per core at most. `build/sbt test` starts every line's test JVM at once
+// otherwise: six Spark and RocksDB JVMs on two cores starved each other's threads for whole
+// seconds (slower in all, and unfair to the tests that wait on another thread's work).
+Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, java.lang.Runtime.getRuntime.availableProcessors.max(1))
+
 ThisBuild / organization := "io.github.txstate"
 ThisBuild / version := IO.read(file("VERSION")).trim
 ThisBuild / scalaVersion := newestLine.scala

@@ -109,6 +109,12 @@ object LineProjects extends AutoPlugin {
     else Seq("txstate/spark/TxStateStoreColumnFamiliesTest.scala", "txstate/spark/SparkContractTest.scala",
       "txstate/spark/TxStateStoreScanTest.scala", "txstate/migrate/SparkFilesTest.scala")
 
+  // The engine's suites (txstate.engine: RocksDB, Scala and the JDK, no Spark and no file system) run
+  // on the oldest row (RocksDB 8, Scala 2.12, Java 8) and the newest (RocksDB 9, Scala 2.13): the
+  // rows between differ from one of them in Spark alone, which the engine never sees. The store's and
+  // checkpoint's suites run everywhere: they write through each Spark's CheckpointFileManager.
+  private def runsEngineSuites(line: SparkLine): Boolean = line == lines.head || line == newestLine
+
   private def without(files: Seq[File], paths: Seq[String]): Seq[File] =
     files.filterNot(f => paths.exists(path => f.getAbsolutePath.replace('\\', '/').contains("/" + path)))
 
@@ -144,6 +150,8 @@ object LineProjects extends AutoPlugin {
         Test / unmanagedSourceDirectories := versionFolders(repoDir.value / "jvm/src/test", line),
         Test / unmanagedResourceDirectories := Seq(repoDir.value / "jvm/src/test/resources"),
         Test / unmanagedSources := without((Test / unmanagedSources).value, testsOfWhatALineLacks(line)),
+        Test / testOptions ++= (if (runsEngineSuites(line)) Nil
+          else Seq(Tests.Filter(suite => !suite.startsWith("txstate.engine.")))),
         libraryDependencies ++= Seq("org.rocksdb" % "rocksdbjni" % line.rocksdb % Provided, scalatest % Test),
         // The jar holds our classes only, named for its Spark line and Scala version.
         Compile / packageBin / artifactPath := repoDir.value / "target" / line.jarName(version.value),
