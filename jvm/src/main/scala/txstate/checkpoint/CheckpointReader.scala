@@ -86,6 +86,9 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
   def snapshots(): Seq[CheckpointEntry] =
     (entries(SnapshotNames.writtenSuffix) ++ entries(SnapshotNames.besideHdfsSuffix)).filter(_.id.isDefined)
 
+  /** The snapshots as (version, checkpoint id): what a lineage walk may stop at. */
+  def snapshotIds(): Set[(Long, String)] = snapshots().flatMap(e => e.id.map(id => (e.version, id))).toSet
+
   def readManifest(version: Long, checkpointId: String): SnapshotManifest = {
     val written = snapshotPath(version, checkpointId)
     val renamed = new Path(root, SnapshotNames.besideHdfs(version, checkpointId))

@@ -39,7 +39,7 @@ final class TxStatePartition(val reader: CheckpointReader, reads: CheckpointRead
 
   /** The lineage walk a rebuild does: down from `version` to the newest usable snapshot or an empty store. */
   def walk(version: Long, id: String, unusable: Set[(Long, String)]): Either[ChainBreak, LineageChain] = {
-    val available = reader.snapshots().flatMap(e => e.id.map(i => (e.version, i))).toSet -- unusable
+    val available = reader.snapshotIds() -- unusable
     try {
       Lineage.walkDown(reader, version, Some(id), idsInFileNames)((level, at) => at.exists(i => available((level, i))))
         .left.map(link => ChainBreak(Some(link.path), s"the lineage is broken: $link"))

@@ -84,14 +84,14 @@ private[store] final class CheckpointLoader(engine: TxEngine, checkpoint: Checkp
   def rebuild(version: Long, checkpointId: Option[String]): Int = {
     @scala.annotation.tailrec
     def attempt(n: Int): Int = {
-      val listed = snapshotsListed()
+      val listed = checkpoint.snapshotIds()
       val outcome =
         try Right(rebuildFrom(version, checkpointId, listed, Set.empty))
         catch { case NonFatal(e) => Left(e) }
       outcome match {
         case Right(replayed) => replayed
         case Left(e) =>
-          val appeared = snapshotsListed() -- listed
+          val appeared = checkpoint.snapshotIds() -- listed
           if (appeared.isEmpty || n >= CheckpointLoader.rebuildAttempts) throw e
           log.info(s"txstate: the rebuild of version $version of $label failed while snapshots of versions " +
             s"${appeared.toSeq.sorted.map(_._1).mkString(", ")} appeared (a cleanup elsewhere); trying again: " +
@@ -101,9 +101,6 @@ private[store] final class CheckpointLoader(engine: TxEngine, checkpoint: Checkp
     }
     attempt(1)
   }
-
-  private def snapshotsListed(): Set[(Long, String)] =
-    checkpoint.snapshots().flatMap(e => e.id.map(id => (e.version, id))).toSet
 
   private def rebuildFrom(version: Long, checkpointId: Option[String], listed: Set[(Long, String)],
       unusable: Set[(Long, String)]): Int = {
