@@ -109,10 +109,11 @@ object LineProjects extends AutoPlugin {
     else Seq("txstate/spark/TxStateStoreColumnFamiliesTest.scala", "txstate/spark/SparkContractTest.scala",
       "txstate/spark/TxStateStoreScanTest.scala", "txstate/migrate/SparkFilesTest.scala")
 
-  // The engine's suites (txstate.engine: RocksDB, Scala and the JDK, no Spark and no file system) run
-  // on the oldest row (RocksDB 8, Scala 2.12, Java 8) and the newest (RocksDB 9, Scala 2.13): the
-  // rows between differ from one of them in Spark alone, which the engine never sees. The store's and
-  // checkpoint's suites run everywhere: they write through each Spark's CheckpointFileManager.
+  // The engine's suites (txstate.engine: RocksDB, Scala and the JDK; no Spark, no Hadoop) run on the
+  // oldest row (RocksDB 8, Scala 2.12, Java 8) and the newest (RocksDB 9, Scala 2.13): each row between
+  // has its RocksDB, its Java library (txstate.compat) and its Scala version in common with one of the
+  // two. The store's and checkpoint's suites run everywhere: they write through each Spark's
+  // CheckpointFileManager.
   private def runsEngineSuites(line: SparkLine): Boolean = line == lines.head || line == newestLine
 
   private def without(files: Seq[File], paths: Seq[String]): Seq[File] =
