@@ -130,6 +130,7 @@ private[query] object StateQueryExecutor {
   /**
    * The answer of a partition no running query holds: `NOT_ACTIVE` when only active stores may
    * answer, the checkpoint files' latest committed batch when they may be read, else `NOT_PRESENT`.
+   * Before a running query's first commit there is no batch to read yet: `NOT_UP_TO_BOUND`.
    */
   def notLoaded(d: StoreDescription, partition: Int, query: ResolvedQuery, bound: PositionBound, activeOnly: Boolean,
       checkpointReads: Boolean, runId: Option[UUID], hadoopConf: => Configuration): RawPartitionResult = {
@@ -144,6 +145,10 @@ private[query] object StateQueryExecutor {
         "committed batch from the checkpoint files")
     } else {
       StoreLocator.latestCommittedBatch(d.checkpoint, hadoopConf) match {
+        // A running query that has not committed its first batch is behind, not missing (as in
+        // BeforeFirstCommit): a reader planned while batch 0 wrote its metadata waits for the commit.
+        case None if runId.isDefined =>
+          failed(FailureReason.NotUpToBound, s"partition $partition: ${BeforeFirstCommit.message(d.checkpoint)}")
         case None => failed(FailureReason.NotPresent, s"partition $partition: $why, and the checkpoint has no committed batch yet")
         case Some(batch) =>
           val id = storeId(d, partition)

@@ -1,10 +1,14 @@
 package txstate.query.source
 
+import java.io.File
+import java.util.UUID
+
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.query.{PageCursor, PositionBound, ResolvedQuery, StoreLocator}
 import txstate.query.follow.{FollowOptions, Followers}
 import txstate.spark.{CheckpointFixture, KeyPlacement}
 
@@ -80,6 +84,31 @@ final class TxStateSourceTest extends AnyFunSuite with CheckpointFixture {
     } finally Followers.close(follower.id)
     val gone = intercept[IllegalArgumentException](txstate.option("follower", follower.id).load())
     assert(gone.getMessage.startsWith(s"[TXSTATE_FOLLOWER_UNKNOWN] there is no follower '${follower.id}'"))
+  }
+
+  test("a partition read planned before a running query's first commit waits for that commit") {
+    // Batch 0 writes the operator metadata and schema before it commits: a read planned in between
+    // describes the store, and its partitions then find no committed batch. They are behind, not missing.
+    val copy = sparkRunCheckpoint("agg")
+    val commits = copy.file("commits")
+    val aside = new File(copy.dir, "commits-aside")
+    assert(commits.renameTo(aside))
+    val d = StoreLocator.describe(copy.root, "stateStoreSave", "default", hadoopConf)
+    def partition(waitMs: Long) = StatePartition(d, 1, Some(UUID.randomUUID()),
+      ResolvedQuery.Scan(PageCursor(Int.MaxValue, None, finished = false)), PositionBound.unbounded,
+      requireActive = false, checkpointReads = true, waitMs = waitMs, location = None)
+    val behind = intercept[IllegalStateException](new StatePartitionReader(partition(300L), hadoopConf))
+    assert(behind.getMessage.startsWith("[TXSTATE_SOURCE_NOT_UP_TO_BOUND] partition 1: no batch committed yet"),
+      behind.getMessage)
+    assert(behind.getMessage.contains("option 'waitMs' waits longer"))
+
+    val commit = new Thread(() => { Thread.sleep(500L); assert(aside.renameTo(commits)) })
+    commit.start()
+    val reader = new StatePartitionReader(partition(30000L), hadoopConf)
+    commit.join()
+    val batches = Iterator.continually(reader).takeWhile(_.next()).map(_.get().getLong(3)).toSeq
+    assert(batches.nonEmpty && batches.forall(_ == 2L))
+    assert(batches.size == aggState.keys.count(k => owner.partitionOf(aggKey(k: _*)) == 1))
   }
 
   test("a query name or id no query of this session runs under is refused, naming the queries that run") {
