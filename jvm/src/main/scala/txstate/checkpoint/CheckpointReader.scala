@@ -13,6 +13,20 @@ import txstate.engine.ChangeRecord
 final case class CheckpointEntry(version: Long, id: Option[String], path: Path, modifiedMs: Long)
 
 /**
+ * One listing of a store instance's directory: its changelogs, early-commit segments and txstate's
+ * snapshot manifests as they were at one moment. A reader that looks at them several times in one
+ * pass (verify) takes one listing instead of a LIST request per look.
+ */
+final case class CheckpointListing(changelogs: Seq[CheckpointEntry], segments: Seq[CheckpointEntry],
+    snapshots: Seq[CheckpointEntry]) {
+  /** The snapshots as (version, checkpoint id): what a lineage walk may stop at. */
+  def snapshotIds: Set[(Long, String)] = snapshots.flatMap(e => e.id.map(id => (e.version, id))).toSet
+
+  /** The file names listed: two listings with the same names saw the same files. */
+  def names: Set[String] = (changelogs ++ segments ++ snapshots).map(_.path.getName).toSet
+}
+
+/**
  * Reading the durable files of one store instance, in Spark's per-instance state directory
  * (docs/ARCHITECTURE.md, "Files in a checkpoint"):
  * - `<version>.txlog` (checkpoint format v1) or `<version>_<checkpointId>.txlog` (format v2);
@@ -26,6 +40,8 @@ final case class CheckpointEntry(version: Long, id: Option[String], path: Path, 
  * in a changelog's file name: Some under checkpoint format v2, None under v1.
  */
 class CheckpointReader(val root: Path, reads: CheckpointReads) {
+  import CheckpointReader.{changelogSuffix, segmentSuffix, snapshotSuffixes}
+
   protected val sstDir = new Path(root, "sst")
 
   def changelogPath(version: Long, idInName: Option[String]): Path =
@@ -80,14 +96,20 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
   def readChangelogHeader(version: Long, idInName: Option[String]): ChangelogHeader =
     ChangelogFile.readHeader(reads, changelogPath(version, idInName))
 
-  def changelogs(): Seq[CheckpointEntry] = entries(".txlog")
-  def segments(): Seq[CheckpointEntry] = entries(".txseg")
+  def changelogs(): Seq[CheckpointEntry] = entries(Seq(changelogSuffix)).map(_._2)
+  def segments(): Seq[CheckpointEntry] = entries(Seq(segmentSuffix)).map(_._2)
   /** txstate's manifests: always named with a checkpoint id (Spark's HDFS provider's `<version>.snapshot` is not ours). */
-  def snapshots(): Seq[CheckpointEntry] =
-    (entries(SnapshotNames.writtenSuffix) ++ entries(SnapshotNames.besideHdfsSuffix)).filter(_.id.isDefined)
+  def snapshots(): Seq[CheckpointEntry] = ofSnapshots(entries(snapshotSuffixes))
 
   /** The snapshots as (version, checkpoint id): what a lineage walk may stop at. */
-  def snapshotIds(): Set[(Long, String)] = snapshots().flatMap(e => e.id.map(id => (e.version, id))).toSet
+  def snapshotIds(): Set[(Long, String)] = CheckpointListing(Nil, Nil, snapshots()).snapshotIds
+
+  /** Changelogs, segments and snapshots in one LIST request. */
+  def listing(): CheckpointListing = {
+    val all = entries(changelogSuffix +: segmentSuffix +: snapshotSuffixes)
+    def of(suffix: String) = all.collect { case (`suffix`, e) => e }
+    CheckpointListing(of(changelogSuffix), of(segmentSuffix), ofSnapshots(all))
+  }
 
   def readManifest(version: Long, checkpointId: String): SnapshotManifest = {
     val written = snapshotPath(version, checkpointId)
@@ -139,24 +161,35 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
       .filter(_.getModificationTime < cutoffMs).map(_.getPath)
   }
 
-  private def entries(suffix: String): Seq[CheckpointEntry] = {
+  private def ofSnapshots(found: Seq[(String, CheckpointEntry)]): Seq[CheckpointEntry] =
+    found.collect { case (suffix, e) if snapshotSuffixes.contains(suffix) && e.id.isDefined => e }
+
+  /** The files of the root directory whose names end with one of `suffixes`, in one listing, each with its suffix. */
+  private def entries(suffixes: Seq[String]): Seq[(String, CheckpointEntry)] = {
     if (!reads.exists(root)) Seq.empty
     else {
-      val filter: PathFilter = (p: Path) => p.getName.endsWith(suffix)
+      val filter: PathFilter = (p: Path) => suffixes.exists(p.getName.endsWith)
       reads.list(root, filter).flatMap { status =>
-        val stem = status.getPath.getName.stripSuffix(suffix)
-        // `<version>_<id>`, or `<version>.<id>` for a manifest renamed by migrate (SnapshotNames).
-        val (versionText, id) = stem.indexWhere(c => c == '_' || c == '.') match {
-          case -1 => (stem, None)
-          case i => (stem.substring(0, i), Some(stem.substring(i + 1)))
+        val name = status.getPath.getName
+        suffixes.find(name.endsWith).flatMap { suffix =>
+          val stem = name.stripSuffix(suffix)
+          // `<version>_<id>`, or `<version>.<id>` for a manifest renamed by migrate (SnapshotNames).
+          val (versionText, id) = stem.indexWhere(c => c == '_' || c == '.') match {
+            case -1 => (stem, None)
+            case i => (stem.substring(0, i), Some(stem.substring(i + 1)))
+          }
+          Try(versionText.toLong).toOption.map(v => suffix -> CheckpointEntry(v, id, status.getPath, status.getModificationTime))
         }
-        Try(versionText.toLong).toOption.map(v => CheckpointEntry(v, id, status.getPath, status.getModificationTime))
       }
     }
   }
 }
 
 private[checkpoint] object CheckpointReader {
+  val changelogSuffix = ".txlog"
+  val segmentSuffix = ".txseg"
+  val snapshotSuffixes: Seq[String] = Seq(SnapshotNames.writtenSuffix, SnapshotNames.besideHdfsSuffix)
+
   /** An output that keeps nothing (Java 8 has no `OutputStream.nullOutputStream`). */
   val discard: OutputStream = new OutputStream {
     def write(b: Int): Unit = ()

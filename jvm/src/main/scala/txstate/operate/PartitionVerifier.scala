@@ -4,7 +4,7 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
 
-import txstate.checkpoint.{CheckpointEntry, CheckpointFileException, LineageChain, SnapshotFile}
+import txstate.checkpoint.{CheckpointEntry, CheckpointFileException, CheckpointListing, LineageChain, SnapshotFile}
 
 /**
  * Verifies one txstate store partition (docs/ARCHITECTURE.md, "Inspect and verify"): reads every
@@ -32,37 +32,35 @@ final class PartitionVerifier(partition: TxStatePartition, label: String, number
   def verify(version: Long, retain: Int, committedId: Long => Option[String]): (Seq[Finding], PartitionCheck) = {
     @scala.annotation.tailrec
     def attempt(n: Int, oldest: Long): (Seq[Finding], PartitionCheck) = {
-      val before = files()
-      val result = run(version, oldest, committedId)
-      val after = files()
+      val before = reader.listing()
+      val result = run(version, oldest, committedId, before)
+      val after = reader.listing()
       // `version` + 1 may be a failed batch's changelog on a stopped query; past it the query runs.
-      val newest = changelogVersions(after).foldLeft(version)(math.max)
-      val moved = before != after || newest > version + 1
+      val newest = after.changelogs.map(_.version).foldLeft(version)(math.max)
+      val moved = before.names != after.names || newest > version + 1
       if (result._1.isEmpty || !moved || n >= PartitionVerifier.attempts) result
       else attempt(n + 1, math.max(oldest, newest - retain + 1))
     }
     attempt(1, math.max(1L, version - retain + 1))
   }
 
-  /** The names of the partition's changelogs, segments and manifests: what a running query's maintenance changes. */
-  private def files(): Set[String] =
-    (reader.changelogs() ++ reader.segments() ++ reader.snapshots()).map(_.path.getName).toSet
-
-  private def changelogVersions(names: Set[String]): Set[Long] =
-    names.filter(_.endsWith(".txlog")).map(_.takeWhile(_.isDigit)).filter(_.nonEmpty).map(_.toLong)
-
-  def run(version: Long, oldestRetained: Long, committedId: Long => Option[String]): (Seq[Finding], PartitionCheck) = {
-    val changelogs = reader.changelogs()
-    val segments = reader.segments()
+  /**
+   * One pass over the files of `listing` (the partition's changelogs, segments and manifests, listed
+   * once: each LIST is a request on an object store).
+   */
+  def run(version: Long, oldestRetained: Long, committedId: Long => Option[String],
+      listing: CheckpointListing = reader.listing()): (Seq[Finding], PartitionCheck) = {
+    val CheckpointListing(changelogs, segments, snapshots) = listing
     val damagedLogs = changelogs.flatMap(e => attempt(e.path)(drain(reader.readChangelog(e.version, e.id).records))) ++
       segments.flatMap(e => segmentParts(e).flatMap { case (id, k) => attempt(e.path)(drain(reader.readSegment(e.version, id, k).records)) })
-    val (damagedSnapshots, unusable, referenced) = checkSnapshots()
+    val (damagedSnapshots, unusable, referenced) = checkSnapshots(snapshots)
     val damaged = (damagedLogs ++ damagedSnapshots).toMap
+    val usable = listing.snapshotIds -- unusable
     val versions = (oldestRetained to version).filter(_ >= 1)
-    val unloadable = versions.flatMap(v => load(v, oldestRetained, committedId(v), damaged, unusable))
+    val unloadable = versions.flatMap(v => load(v, oldestRetained, committedId(v), damaged, usable, listing))
     val stored = reader.storedFiles()
     val findings = findingsOf(damaged, unloadable, version)
-    val read = changelogs.size + segments.size + reader.snapshots().size + referenced.size
+    val read = changelogs.size + segments.size + snapshots.size + referenced.size
     val check = PartitionCheck(label, number, reader.root.toString, read, stored.filter(s => referenced(s.getPath.getName))
       .map(_.getLen).sum, versions.headOption.getOrElse(version), version, versions.size - unloadable.size,
       stored.count(s => !referenced(s.getPath.getName)), None)
@@ -91,11 +89,11 @@ final class PartitionVerifier(partition: TxStatePartition, label: String, number
    * Every manifest and the stored files it lists: the damaged files, the snapshots a load cannot
    * restore, and the names of the stored files some readable manifest references.
    */
-  private def checkSnapshots(): (Seq[(Path, String)], Set[(Long, String)], Set[String]) = {
+  private def checkSnapshots(snapshots: Seq[CheckpointEntry]): (Seq[(Path, String)], Set[(Long, String)], Set[String]) = {
     val verified = scala.collection.mutable.Map.empty[String, Option[(Path, String)]]
     def stored(file: SnapshotFile): Option[(Path, String)] =
       verified.getOrElseUpdate(file.storedName, attempt(new Path(reader.root, s"sst/${file.storedName}"))(reader.verifyStored(file)))
-    val results = reader.snapshots().flatMap(e => e.id.map(id => (e, id))).map { case (e, id) =>
+    val results = snapshots.flatMap(e => e.id.map(id => (e, id))).map { case (e, id) =>
       progress.fileRead()
       try {
         val manifest = reader.readManifest(e.version, id)
@@ -113,13 +111,13 @@ final class PartitionVerifier(partition: TxStatePartition, label: String, number
    * changelog missing below the retained versions was cleaned up legitimately only under a snapshot.
    */
   private def load(version: Long, oldestRetained: Long, committedId: Option[String], damaged: Map[Path, String],
-      unusable: Set[(Long, String)]): Option[Unloadable] =
+      usable: Set[(Long, String)], listing: CheckpointListing): Option[Unloadable] =
     try {
       val id = partition.checkpointId(version, committedId)
-      partition.walk(version, id, unusable) match {
+      partition.walk(version, id, usable) match {
         case Left(ChainBreak(Some(missing), _))
-            if versionOf(missing) < oldestRetained && !partition.exists(missing) && missingSnapshot(missing).isDefined =>
-          Some(Unloadable(version, missingSnapshot(missing), s"this snapshot manifest or the changelog $missing is " +
+            if versionOf(missing) < oldestRetained && !partition.exists(missing) && missingSnapshot(missing, listing).isDefined =>
+          Some(Unloadable(version, missingSnapshot(missing, listing), s"this snapshot manifest or the changelog $missing is " +
             s"missing: version ${versionOf(missing) + 1} has no snapshot and the changelog below it is gone (cleanup " +
             "deletes changelogs only below a snapshot, so the manifest was most likely deleted)"))
         case Left(break) => Some(Unloadable(version, break.path, break.reason))
@@ -143,12 +141,12 @@ final class PartitionVerifier(partition: TxStatePartition, label: String, number
    * deletes changelogs only below a snapshot, so a missing `<k>` changelog under a kept `<k+1>`
    * one with no snapshot of `k+1` means that snapshot's manifest was lost (deleted by hand).
    */
-  private def missingSnapshot(missingChangelog: Path): Option[Path] = {
+  private def missingSnapshot(missingChangelog: Path, listing: CheckpointListing): Option[Path] = {
     val above = versionOf(missingChangelog) + 1
-    val kept = reader.changelogs().filter(_.version == above)
+    val kept = listing.changelogs.filter(_.version == above)
     val ids = if (partition.idsInFileNames) kept.flatMap(_.id) else kept.map(_ => reader.readChangelogHeader(above, None).checkpointId)
     ids match {
-      case Seq(id) if !reader.snapshots().exists(e => e.version == above) => Some(reader.snapshotPath(above, id))
+      case Seq(id) if !listing.snapshots.exists(e => e.version == above) => Some(reader.snapshotPath(above, id))
       case _ => None
     }
   }

@@ -32,16 +32,18 @@ final class TxStatePartition(val reader: CheckpointReader, reads: CheckpointRead
 
   /** The chain a rebuild of `version` would take, skipping the snapshots in `unusable`. */
   def chain(version: Long, id: String, unusable: Set[(Long, String)] = Set.empty): LoadChain =
-    walk(version, id, unusable) match {
+    walk(version, id, reader.snapshotIds() -- unusable) match {
       case Right(LineageChain(headers, level, levelId)) => LoadChain(levelId.map(_ => level), headers.map(_.version), None)
       case Left(break) => LoadChain(None, Nil, Some(break.reason))
     }
 
-  /** The lineage walk a rebuild does: down from `version` to the newest usable snapshot or an empty store. */
-  def walk(version: Long, id: String, unusable: Set[(Long, String)]): Either[ChainBreak, LineageChain] = {
-    val available = reader.snapshotIds() -- unusable
+  /**
+   * The lineage walk a rebuild does: down from `version` to the newest snapshot of `usable` (as
+   * (version, checkpoint id)) or an empty store.
+   */
+  def walk(version: Long, id: String, usable: Set[(Long, String)]): Either[ChainBreak, LineageChain] = {
     try {
-      Lineage.walkDown(reader, version, Some(id), idsInFileNames)((level, at) => at.exists(i => available((level, i))))
+      Lineage.walkDown(reader, version, Some(id), idsInFileNames)((level, at) => at.exists(i => usable((level, i))))
         .left.map(link => ChainBreak(Some(link.path), s"the lineage is broken: $link"))
     } catch {
       case e: CheckpointFileException => Left(ChainBreak(Some(e.path), e.getMessage))

@@ -8,7 +8,7 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
 import txstate.TempDirectories
-import txstate.checkpoint.{ChangelogHeader, CheckpointReader, StoreCheckpoint}
+import txstate.checkpoint.{ChangelogHeader, CheckpointReader, CountingReads, StoreCheckpoint}
 import txstate.engine.ChangeRecord
 import txstate.store.{InterleavedReader, ReadOnlyFileSystem, StoreInstance, WriterBeside}
 
@@ -47,6 +47,15 @@ final class PartitionVerifierTest extends AnyFunSuite with TempDirectories {
     val (findings, check) = verify(store(4), 4, 1)
     assert(findings.isEmpty, findings)
     assert(check.loadable == 4 && check.filesRead == 4)
+  }
+
+  test("a pass lists the partition's directory once however many versions it walks; a stopped store has one pass") {
+    val root = store(8)
+    val reads = new CountingReads(root, conf)
+    val (findings, check) = verifierOf(new TxStatePartition(new CheckpointReader(root, reads), reads, idsInFileNames = false))
+      .verify(8, retain = 8, _ => None)
+    assert(findings.isEmpty && check.loadable == 8)
+    assert(reads.listsOf(root) == 2, "one listing for the pass, one after it to see whether the files moved")
   }
 
   test("a damaged changelog is named, with the restart it breaks and the versions it takes along") {
