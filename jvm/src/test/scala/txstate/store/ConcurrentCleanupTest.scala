@@ -2,14 +2,13 @@ package txstate.store
 
 import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
-import java.util.concurrent.{CountDownLatch, TimeUnit}
-import java.util.concurrent.atomic.{AtomicInteger, AtomicReference}
+import java.util.concurrent.atomic.AtomicInteger
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
-import txstate.TempDirectories
+import txstate.{Background, TempDirectories}
 import txstate.checkpoint.{CheckpointEntry, CheckpointReader, SnapshotFile}
 import txstate.engine.{KeyRange, TxEngine}
 import txstate.store.WriterBeside.{changelogFiles, contentsAt6, maintain}
@@ -116,21 +115,14 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
     val writer = WriterBeside.at6(root, newTempPath("writer"))
     try {
       val before = changelogFiles(root)
-      val ended = new CountDownLatch(1)
-      val failure = new AtomicReference[Option[Throwable]](None)
-      val maintenance = new Thread(() => {
-        try maintain(writer, retained) catch { case e: Throwable => failure.set(Some(e)) }
-        finally ended.countDown()
-      }, "writer-maintenance")
-      maintenance.setDaemon(true)
       // The test holds what another instance's snapshot upload or cleanup round holds.
       CheckpointMaintenanceLocks.holding(root) {
-        maintenance.start()
-        assert(!ended.await(1, TimeUnit.SECONDS), s"the writer's maintenance ran beside the other instance's: ${failure.get}")
+        val maintenance = Background("writer-maintenance")(maintain(writer, retained))
+        val early = maintenance.await(1)
+        assert(early.isEmpty, s"the writer's maintenance ran beside the other instance's: $early")
         assert(reader(root).snapshots().isEmpty && changelogFiles(root) == before, "it wrote or deleted meanwhile")
-      }
-      assert(ended.await(60, TimeUnit.SECONDS), "the writer's maintenance did not run once the other instance's ended")
-      failure.get.foreach(e => throw e)
+        maintenance
+      }.result(60)
       assert(reader(root).snapshots().map(_.version) == Seq(4L))
       assert(changelogFiles(root) == before -- Set("1.txlog", "2.txlog", "3.txlog"), changelogFiles(root))
       assert(CheckpointMaintenanceLocks.inUse.isEmpty, "a lock outlived its holders")

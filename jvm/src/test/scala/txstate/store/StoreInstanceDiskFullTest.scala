@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
-import txstate.TempDirectories
+import txstate.{Background, TempDirectories}
 import txstate.compat.ScalaLibrary.Using
 import txstate.engine.{EngineOptions, KeyRange, LocalStateException}
 
@@ -72,10 +72,8 @@ final class StoreInstanceDiskFullTest extends AnyFunSuite with TempDirectories {
       try {
         fill(mount, filler.getName, leaveFree = 192L << 10)
         val random = new Random(18)
-        val outcome = new java.util.concurrent.CompletableFuture[Throwable]()
-        // A daemon thread: if RocksDB never returns, it must not keep the test JVM alive. The outcome is
-        // told after the abort, so the instance is idle (closes at once) when the test closes it.
-        val writer = new Thread(() => {
+        // The body ends after the abort, so the instance is idle (closes at once) when the test closes it.
+        val writer = Background("disk-full writer") {
           val batch = inst.openBatch(LoadRequest.AtVersion(0, None))
           val result =
             try {
@@ -84,17 +82,11 @@ final class StoreInstanceDiskFullTest extends AnyFunSuite with TempDirectories {
               new AssertionError("a batch of 10 MB committed on a full 16 MiB disk")
             } catch { case e: Throwable => e }
           try batch.abort() catch { case _: Throwable => () }
-          outcome.complete(result)
-        }, "disk-full writer")
-        writer.setDaemon(true)
-        writer.start()
+          result
+        }
         // Not a timing bound: a write caught in RocksDB's own stall after its flush failed never returned
         // (seen in tests/test_disk_full.py before writes used noSlowdown); this bounds the wait for it.
-        val failure = try outcome.get(120, java.util.concurrent.TimeUnit.SECONDS)
-          catch { case _: java.util.concurrent.TimeoutException =>
-            fail(s"the batch is still inside RocksDB 120 s after the disk filled: ${writer.getStackTrace.take(8).mkString(" <- ")}")
-          }
-        failure match {
+        writer.result(120) match {
           case e: LocalStateException => assert(e.errorCode == "TXSTATE_LOCAL_DISK_FULL", e.getMessage)
           case other => throw other
         }

@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
-import txstate.TempDirectories
+import txstate.{Background, TempDirectories}
 import txstate.checkpoint.{ChangelogHeader, CorruptChangelogException, MissingChangelogException, StoreCheckpoint}
 import txstate.engine.{ChangeRecord, CommitPoint, EngineOptions, KeyRange, TxEngine}
 
@@ -354,19 +354,15 @@ final class StoreInstanceTest extends AnyFunSuite with TempDirectories {
     val batch = a.begin()
     (0 until 4000).foreach(i => batch.put(b(f"key$i%06d"), Array.fill(8192)(random.nextInt().toByte)))
     batch.commit()
-    val upload = new java.util.concurrent.atomic.AtomicReference[Either[Throwable, Option[SnapshotReport]]]()
-    val uploader = new Thread(() => upload.set(try Right(a.uploadSnapshot()) catch { case e: Throwable => Left(e) }))
-    uploader.start()
+    val upload = Background("upload under close")(a.uploadSnapshot())
     // Close once the upload is copying (its first file is in sst/), not after a fixed sleep: on a busy
     // machine the uploader may not have started yet, and then close rightly wins and nothing uploads.
     val sst = new File(localFile(root), "sst")
     val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
-    while (!Option(sst.list()).exists(_.nonEmpty) && uploader.isAlive && System.nanoTime() < deadline) Thread.sleep(1)
+    while (!Option(sst.list()).exists(_.nonEmpty) && upload.isAlive && System.nanoTime() < deadline) Thread.sleep(1)
     assert(Option(sst.list()).exists(_.nonEmpty), "the upload started copying")
     a.close()
-    uploader.join(60000)
-    assert(upload.get.isRight, s"the upload failed under close: ${upload.get}")
-    assert(upload.get.toOption.flatten.exists(_.version == 1), "the upload ran to its end")
+    assert(upload.result(60).exists(_.version == 1), "the upload ran to its end")
     assert(a.uploadSnapshot().isEmpty, "maintenance after close does nothing")
 
     val fresh = open(root)

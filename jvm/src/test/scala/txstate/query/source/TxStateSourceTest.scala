@@ -8,6 +8,7 @@ import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
+import txstate.Background
 import txstate.query.{PageCursor, PositionBound, ResolvedQuery, StoreLocator}
 import txstate.query.follow.{FollowOptions, Followers}
 import txstate.spark.{CheckpointFixture, KeyPlacement}
@@ -102,10 +103,9 @@ final class TxStateSourceTest extends AnyFunSuite with CheckpointFixture {
       behind.getMessage)
     assert(behind.getMessage.contains("option 'waitMs' waits longer"))
 
-    val commit = new Thread(() => { Thread.sleep(500L); assert(aside.renameTo(commits)) })
-    commit.start()
+    val commit = Background("the first commit") { Thread.sleep(500L); aside.renameTo(commits) }
     val reader = new StatePartitionReader(partition(30000L), hadoopConf)
-    commit.join()
+    assert(commit.result(10), "the commit log was put back")
     val batches = Iterator.continually(reader).takeWhile(_.next()).map(_.get().getLong(3)).toSeq
     assert(batches.nonEmpty && batches.forall(_ == 2L))
     assert(batches.size == aggState.keys.count(k => owner.partitionOf(aggKey(k: _*)) == 1))
