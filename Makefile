@@ -62,7 +62,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo demo-jar docs test test-jvm test-python test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo demo-jar docs test test-jvm test-python jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak
@@ -114,10 +114,13 @@ demo-jar: $(VENV)/.installed
 	  $(SBT) $(call sbt_project,$(LINE))/package; fi
 
 # The older lines' venvs install (mostly download and disk, little CPU) while sbt and pytest run.
+# The JVM side is one sbt run (each start of sbt loads the build's settings for half a minute or more):
+# the Scala tests, conformance, every line's jar and the newest line's test classpath for the DFS
+# cluster, in the order test-jvm, conformance and test-python would run them.
 test: $(VENV)/.installed
 	@mkdir -p target
 	$(MAKE) --no-print-directory older-venvs > target/older-venvs.log 2>&1 & venvs=$$!; \
-	  $(MAKE) --no-print-directory docs test-jvm conformance test-python; status=$$?; \
+	  $(MAKE) --no-print-directory docs jvm-all test-python; status=$$?; \
 	  wait $$venvs || { cat target/older-venvs.log; echo "make test: installing the older lines' venvs failed" >&2; exit 1; }; \
 	  [ $$status -eq 0 ] && $(MAKE) --no-print-directory test-lines
 
@@ -133,6 +136,10 @@ PREVIEW_LINES := $(shell awk '!/^\#/ && NF {print $$1}' project/spark-lines-prev
 PREVIEW_COMPILE := $(if $(PREVIEW_LINES),$(call sbt_project,$(firstword $(PREVIEW_LINES)))/Test/compile)
 test-jvm: $(VENV)/.installed
 	$(SBT) test $(PREVIEW_COMPILE)
+
+jvm-all: $(VENV)/.installed
+	$(SBT) test $(PREVIEW_COMPILE) $(CONFORMANCE_TASKS) package $(call sbt_project,$(NEWEST))/Test/compile
+	touch $(JARS_BUILT)
 
 # The whole pytest suite on the newest line.
 # tests/test_s3.py needs a session of its own (s3a on the driver's classpath): `make test-s3`.
@@ -171,8 +178,8 @@ test-s3: $(JARS_BUILT) $(VENV)/.installed $(S3_CLASSPATH)
 bench-s3: $(JARS_BUILT) $(S3_CLASSPATH)
 	$(VPY) bench/dfs_requests.py --fs s3
 
-# Every equivalence case migrated in every direction (CI runs every case hdfs -> txstate and one
-# case per state shape in the other directions).
+# Every equivalence case migrated in every direction and rescaled both ways (CI runs every case
+# hdfs -> txstate, and one case per state shape in the other directions and rescaled).
 test-migration-full: $(JARS_BUILT) $(WHEEL)
 	TXSTATE_MIGRATION_FULL=1 $(VPY) -m pytest tests/test_migration.py -k emits_what_the_unmigrated
 
@@ -209,8 +216,9 @@ test-lines-full: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(
 # StateStoreSuiteBase from Spark's spark-sql tests jar, subclassed in jvm/src/conformance, on every
 # line (or SPARK's); exclusions and their reasons in ConformanceExclusions.scala and each line's
 # LineExclusions.scala; Spark's logs in target/conformance/<line>/target/unit-tests.log.
+CONFORMANCE_TASKS := $(foreach line,$(or $(SPARK_ROW),$(LINES)),conformance$(subst .,,$(line))/test)
 conformance: $(VENV)/.installed
-	$(SBT) $(foreach line,$(or $(SPARK_ROW),$(LINES)),conformance$(subst .,,$(line))/test)
+	$(SBT) $(CONFORMANCE_TASKS)
 
 # The soak (docs/reliability.md, "Soak"): an aggregation, a dropDuplicates and a stream-stream join on
 # local-cluster under seeded executor and driver kills and restarts, checked against a model; the

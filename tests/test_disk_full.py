@@ -17,7 +17,8 @@ output, the state row counts and the final state (read back through Spark's stat
 equal a model computed here. Nothing committed before the failure is lost, and the failed batch is
 neither lost nor counted twice.
 
-Mounting needs root; when it is not permitted the tests skip and say why. The mount is always
+Mounting needs root: as any other user the tests skip and say why; as root (CI) a mount that
+fails fails the test, since the machine allows what it claims to run. The mount is always
 unmounted when the test ends.
 """
 
@@ -60,15 +61,15 @@ QUERY_TIMEOUT_S = 60.0
 
 @contextlib.contextmanager
 def tmpfs(mount_point: Path, size: str = MOUNT_SIZE) -> Iterator[Path]:
-    """A tmpfs of `size` mounted at `mount_point` for the block; skips the test when mounting is not
-    permitted, and always unmounts (lazily if a JVM still holds files there)."""
+    """A tmpfs of `size` mounted at `mount_point` for the block; skips the test when not root, fails it
+    when root cannot mount, and always unmounts (lazily if a JVM still holds files there)."""
     if os.geteuid() != 0:
         pytest.skip(f"mounting a tmpfs needs root (euid {os.geteuid()}); the disk-full tests run as root in CI")
     mount_point.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs at {mount_point}: {mounted.stderr.strip() or mounted.returncode}")
+        pytest.fail(f"cannot mount a tmpfs at {mount_point} as root: {mounted.stderr.strip() or mounted.returncode}")
     try:
         yield mount_point
     finally:

@@ -181,6 +181,33 @@ def test_verify_of_an_undamaged_checkpoint_exits_0(spark, txstate_checkpoint):
     assert status == 0 and ": sound (" in text, text
 
 
+RETENTION_RECORD = "cleanup.retention.txstate"
+
+
+def test_verify_and_inspect_with_no_options_keep_to_the_retention_the_querys_cleanup_recorded(spark, txstate_checkpoint):
+    """Spark does not record minBatchesToRetain; txstate's cleanup records the retention it deletes under."""
+    partitions = [p for p in _store_dir(txstate_checkpoint).parent.iterdir() if p.name.isdigit()]
+    assert partitions and all((p / RETENTION_RECORD).is_file() for p in partitions), partitions
+    result = verify(spark, str(txstate_checkpoint))
+    assert result.sound and result.min_batches_to_retain == RETAIN, result.findings
+    assert inspect(spark, str(txstate_checkpoint)).min_batches_to_retain == RETAIN
+    status, text = run_cli("verify", str(txstate_checkpoint))
+    assert status == 0 and ": sound (" in text, text
+
+
+def test_a_damaged_retention_record_is_named_and_no_state_is_called_lost(spark, txstate_checkpoint, tmp_path):
+    copy = tmp_path / "checkpoint"
+    shutil.copytree(txstate_checkpoint, copy)
+    record = _store_dir(copy) / RETENTION_RECORD
+    _flip(record)
+    result = verify(spark, str(copy))
+    named = [f for f in result.findings if Path(f.path).name == record.name and f"/{record.parent.name}/" in f.path]
+    assert len(named) == 1 and "[TXSTATE_CORRUPT_RETENTION_RECORD]" in named[0].problem, result.findings
+    assert "no state is lost" in named[0].consequence
+    # The other partition's record still says what the query keeps.
+    assert result.min_batches_to_retain == RETAIN
+
+
 def _store_dir(checkpoint: Path) -> Path:
     return next(s.path for s in list_checkpoint(checkpoint))
 

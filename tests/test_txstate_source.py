@@ -237,7 +237,9 @@ def test_before_the_first_commit_reads_say_no_batch_committed_yet(spark, tmp_pat
         query = (events.groupBy("a").agg(F.count(F.lit(1)).alias("n")).writeStream.queryName("source_waiting")
                  .format("noop").outputMode("update").option("checkpointLocation", str(checkpoint)).start())
     try:
-        time.sleep(1.0)  # the query runs, with no input and so no batch
+        # The query runs, found no input and so planned no batch.
+        wait_until(lambda: query.status["message"] == "Waiting for data to arrive", 60,
+                   "the query waiting for its first input", query)
         assert not (checkpoint / "commits").exists() or not any((checkpoint / "commits").iterdir())
         result = StateQueryRequest.in_store(query).with_query(KeyQuery.with_key(1)).execute(spark)
         assert result.partition_results, result

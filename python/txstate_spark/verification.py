@@ -99,9 +99,9 @@ def verify(
 ) -> Verification:
     """Read every txstate file of ``checkpoint`` and check that each retained version loads; write nothing.
 
-    ``min_batches_to_retain``: how many versions back must load (default: the checkpoint's recorded
-    ``spark.sql.streaming.minBatchesToRetain``, else Spark's default 100; pass the query's setting
-    if it ran with a smaller one). ``deep``: also replay each partition's newest version and compare
+    ``min_batches_to_retain``: how many versions back must load (default: the
+    ``spark.sql.streaming.minBatchesToRetain`` the query's cleanup recorded in the checkpoint, else
+    Spark's default 100). ``deep``: also replay each partition's newest version and compare
     its key count with the commit point's.
 
     Raises:

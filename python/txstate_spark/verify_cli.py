@@ -24,8 +24,8 @@ def add_verify(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.add_argument("--deep", action="store_true",
                         help="also replay each store's newest version and compare its key count with the commit point")
     parser.add_argument("--min-batches-to-retain", type=int, metavar="N",
-                        help="versions back that must load (default: the checkpoint's recorded "
-                        "spark.sql.streaming.minBatchesToRetain, else 100); give the query's own setting")
+                        help="versions back that must load (default: the minBatchesToRetain the query's cleanup "
+                        "recorded in the checkpoint, else 100)")
     parser.add_argument("--json", action="store_true", help="print the verification as JSON")
 
 

@@ -27,6 +27,14 @@ final class CorruptSnapshotException(path: Path, why: String, cause: Throwable)
       s"[TXSTATE_CORRUPT_SNAPSHOT] the snapshot file $path is unusable: $why. Loads fall back to an older " +
         "snapshot and the changelogs.", cause)
 
+/** The record of the retention a cleanup deleted versions under ([[RetentionRecord]]), damaged. */
+final class CorruptRetentionRecordException(path: Path, why: String, cause: Throwable)
+    extends CheckpointFileException(path,
+      s"[TXSTATE_CORRUPT_RETENTION_RECORD] the retention record $path is unusable: $why. It says how many " +
+        "versions the query's cleanup keeps, which verify and inspect need to tell a version the cleanup deleted " +
+        "from a lost one; pass --min-batches-to-retain to verify, or delete the file: the next cleanup that deletes " +
+        "versions writes it again.", cause)
+
 /**
  * A file of a newer format than this build reads: a newer txstate-spark wrote it. Its own type,
  * because readers that cannot upgrade (followers) must say which release they need.
@@ -80,6 +88,9 @@ private[txstate] object CheckpointErrors {
 
   def corruptSnapshot(path: Path, why: String, cause: Throwable = null): CorruptSnapshotException =
     new CorruptSnapshotException(path, why, cause)
+
+  def corruptRetentionRecord(path: Path, why: String, cause: Throwable = null): CorruptRetentionRecordException =
+    new CorruptRetentionRecordException(path, why, cause)
 
   def newerFormat(path: Path, kind: String, found: Int, readable: Seq[Int]): NewerFormatException =
     new NewerFormatException(path, kind, found, readable)

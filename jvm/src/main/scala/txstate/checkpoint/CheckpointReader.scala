@@ -33,7 +33,8 @@ final case class CheckpointListing(changelogs: Seq[CheckpointEntry], segments: S
  * - `<version>_<checkpointId>-<k>.txseg`: the k-th early-commit segment of an open version;
  * - `<version>_<checkpointId>.snapshot`: a snapshot manifest (or `<version>.<checkpointId>.txsnapshot`
  *   beside Spark's HDFS provider, see [[SnapshotNames]]);
- * - `sst/<uuid>-<rocksdb file name>`: RocksDB files, shared by every snapshot that contains them.
+ * - `sst/<uuid>-<rocksdb file name>`: RocksDB files, shared by every snapshot that contains them;
+ * - `cleanup.retention.txstate`: the retention of the last cleanup that deleted versions ([[RetentionRecord]]).
  *
  * It holds only [[CheckpointReads]]: followers use it over a [[ReadOnlyFileSystem]], and
  * [[StoreCheckpoint]] adds the writes. `idInName` parameters are the checkpoint id as it appears
@@ -51,6 +52,12 @@ class CheckpointReader(val root: Path, reads: CheckpointReads) {
   def segmentPath(version: Long, checkpointId: String, k: Int): Path = new Path(root, s"${version}_$checkpointId-$k.txseg")
 
   def snapshotPath(version: Long, checkpointId: String): Path = new Path(root, SnapshotNames.written(version, checkpointId))
+
+  def retentionPath: Path = new Path(root, RetentionRecord.fileName)
+
+  /** The minBatchesToRetain the last cleanup that deleted versions ran with; None before any did. */
+  def recordedRetention(): Option[Int] =
+    if (reads.exists(retentionPath)) Some(RetentionRecord.read(reads, retentionPath)) else None
 
   def readChangelog(version: Long, idInName: Option[String]): Changelog = {
     val path = changelogPath(version, idInName)

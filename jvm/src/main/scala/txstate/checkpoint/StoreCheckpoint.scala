@@ -64,6 +64,12 @@ final class StoreCheckpoint private (root: Path, files: CheckpointFileManager, i
   def writeManifest(manifest: SnapshotManifest): Unit =
     SnapshotManifest.write(files, snapshotPath(manifest.version, manifest.checkpointId), manifest)
 
+  /** Records the retention of a cleanup about to delete versions ([[RetentionRecord]]). */
+  def writeRetention(minVersionsToRetain: Int): Unit = {
+    ensureRoot()
+    RetentionRecord.write(files, retentionPath, minVersionsToRetain)
+  }
+
   @volatile private var sstDirExists = false
 
   /** Copies a local file to `sst/<storedName>`; returns its size and CRC32C. */

@@ -19,7 +19,7 @@ final class Inspector(checkpoint: OpenedCheckpoint, progress: OperateProgress) {
     val facts = stores.map(store)
     val notes = if (stores.isEmpty) Seq("the checkpoint has no stateful operator (no state/<operator> folder)") else Nil
     CheckpointInspection(checkpoint.root.toString, logs.providerClass, checkpoint.provider, logs.checkpointFormat,
-      logs.lastCommittedBatch, logs.lastCommittedBatch.flatMap(logs.commitTimeMs), logs.minBatchesToRetain, facts,
+      logs.lastCommittedBatch, logs.lastCommittedBatch.flatMap(logs.commitTimeMs), checkpoint.minBatchesToRetain, facts,
       notes, System.currentTimeMillis() - started)
   }
 

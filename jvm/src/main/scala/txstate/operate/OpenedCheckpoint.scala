@@ -3,7 +3,7 @@ package txstate.operate
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import txstate.checkpoint.CheckpointReader
+import txstate.checkpoint.{CheckpointFileException, CheckpointReader}
 import txstate.store.ReadOnlyFileSystem
 
 /**
@@ -25,6 +25,30 @@ final class OpenedCheckpoint private (val root: Path, hadoopConf: Configuration)
     new TxStatePartition(new CheckpointReader(dir, reads), reads, idsInFileNames)
   }
 
+  /**
+   * Each txstate store partition's retention record ([[CheckpointReader.recordedRetention]]): what
+   * it says (None: no cleanup deleted versions there yet), or why it cannot be read.
+   */
+  lazy val retentionRecords: Seq[RetentionRecordOf] =
+    if (provider != ProviderKind.txstate) Nil
+    else for {
+      store <- stores
+      (p, dir) <- store.partitionDirs
+    } yield {
+      val reader = new CheckpointReader(dir, ReadOnlyFileSystem.reads(dir, hadoopConf))
+      val recorded = try Right(reader.recordedRetention()) catch { case e: CheckpointFileException => Left(e) }
+      RetentionRecordOf(store, p, reader.retentionPath, recorded)
+    }
+
+  /**
+   * The versions the query keeps loadable: what its own cleanups recorded (the smallest, where
+   * partitions differ), else the offset log's setting (Spark records it there only when a query
+   * set it among the settings it records), else Spark's default. Below it, a missing version is
+   * one the query's cleanup deleted, never damage.
+   */
+  lazy val minBatchesToRetain: Int =
+    retentionRecords.collect { case RetentionRecordOf(_, _, _, Right(Some(retained))) => retained }.reduceOption(_ min _).getOrElse(logs.minBatchesToRetain)
+
   /** The id Spark's commit log records for `version` of a store partition (format v2 only). */
   def committedId(version: Long, store: OperatorStore, partition: Int): Option[String] =
     if (!idsInFileNames || version == 0) None
@@ -45,3 +69,7 @@ object OpenedCheckpoint {
     opened
   }
 }
+
+/** One store partition's retention record, at `path`: its value, or the damage that keeps it from being read. */
+final case class RetentionRecordOf(store: OperatorStore, partition: Int, path: Path,
+    recorded: Either[CheckpointFileException, Option[Int]])

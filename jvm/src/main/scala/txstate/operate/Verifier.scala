@@ -8,11 +8,12 @@ import org.apache.hadoop.conf.Configuration
  * `verify`: every txstate store partition of a checkpoint through [[PartitionVerifier]], and with
  * `deep` a replay of each sound partition's newest version against the key count its commit point
  * records ([[DeepReplay]]). The versions that must load are those within `minBatchesToRetain` of the
- * newest (the given value, else the checkpoint's recorded setting, else Spark's default).
+ * newest (the given value, else what the query's cleanups recorded, else the offset log's setting, else
+ * Spark's default: [[OpenedCheckpoint.minBatchesToRetain]]).
  */
 final class Verifier(checkpoint: OpenedCheckpoint, hadoopConf: Configuration, minBatchesToRetain: Option[Int],
     deep: Boolean, progress: OperateProgress) {
-  private val retain = minBatchesToRetain.getOrElse(checkpoint.logs.minBatchesToRetain)
+  private val retain = minBatchesToRetain.getOrElse(checkpoint.minBatchesToRetain)
   private val version = checkpoint.version
 
   def run(): Verification = {
@@ -37,12 +38,17 @@ final class Verifier(checkpoint: OpenedCheckpoint, hadoopConf: Configuration, mi
       result
     }
     val schemaFindings = stores.flatMap(SchemaFileCheck.findings(checkpoint, _))
+    val recordFindings = checkpoint.retentionRecords.collect { case RetentionRecordOf(store, p, path, Left(e)) =>
+      Finding(store.label, Some(p), path.toString, e.getMessage, s"no state is lost; verify checked the $retain " +
+        "newest versions, which may be more than the query keeps (a version its cleanup deleted is then reported too)")
+    }
     val notChecked =
       if (checkpoint.provider == ProviderKind.txstate) Nil
       else Seq(s"the query runs on Spark's ${checkpoint.provider} provider (${checkpoint.logs.providerClass.getOrElse(
         "Spark's default")}): verify reads txstate's files only; `inspect` lists this checkpoint's files and versions")
-    Verification(checkpoint.root.toString, checkpoint.provider, version, retain, results.flatMap(_._1) ++ schemaFindings,
-      results.map(_._2), notChecked, System.currentTimeMillis() - started)
+    val findings = results.flatMap(_._1) ++ schemaFindings ++ recordFindings
+    Verification(checkpoint.root.toString, checkpoint.provider, version, retain, findings, results.map(_._2), notChecked,
+      System.currentTimeMillis() - started)
   }
 
   private def replay(store: OperatorStore, p: Int, partition: TxStatePartition, check: PartitionCheck)

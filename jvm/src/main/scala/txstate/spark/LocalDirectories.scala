@@ -30,12 +30,23 @@ private[spark] object LocalDirectories {
           case None => LocalDirectory.deletedAtExit(new File(parent, s"$instanceName-${UUID.randomUUID()}"))
         }
       case None =>
-        val root = if (SparkEnv.get != null) new File(SparkFiles.getRootDirectory())
-          else new File(System.getProperty("java.io.tmpdir"))
+        val root = executorFilesRoot.getOrElse(new File(System.getProperty("java.io.tmpdir")))
         val parent = ensureDir(new File(root, "txstate"), root.getPath)
         LocalDirectory.deletedAtExit(new File(parent, s"$instanceName-${UUID.randomUUID()}"))
     }
   }
+
+  /**
+   * An executor's own files directory, inside its container's work directory, where a cluster
+   * manager cleans up after it. Not on the driver (local mode): a stopping SparkContext deletes the
+   * driver's files directory before Spark closes its state stores, and a store still flushing into
+   * it would fail; the temporary directory outlives the context, and the store deletes its own.
+   */
+  private def executorFilesRoot: Option[File] =
+    Option(SparkEnv.get).filter(_.executorId != DriverExecutorId).map(_ => new File(SparkFiles.getRootDirectory()))
+
+  /** The executor id Spark gives the driver (its own constant is private to Spark). */
+  private val DriverExecutorId = "driver"
 
   private def checkpointHash(storeId: StateStoreId): String = {
     val digest = MessageDigest.getInstance("SHA-256").digest(storeId.checkpointRootLocation.getBytes("UTF-8"))

@@ -19,22 +19,28 @@ import txstate.checkpoint.{CheckpointEntry, StoreCheckpoint}
  * references. A stored file younger than the grace period is kept even when unreferenced, since
  * an upload writes its files before its manifest (possibly from a stale instance elsewhere).
  * Temporary files older than the grace period, left by writers killed before their rename, go too.
+ *
+ * Before it deletes a version's files, a round has `recordRetention` record the retention it deletes
+ * under (once per instance, see `StoreInstance.cleanup`), so a reader of the checkpoint can tell the
+ * versions it deleted from lost ones: the record is written first, so no deleted version is ever
+ * left unexplained by a failure in between.
  */
 private[store] object Cleanup {
   private val log = LoggerFactory.getLogger(getClass)
 
   def run(checkpoint: StoreCheckpoint, idsInFileNames: Boolean, minVersionsToRetain: Int, graceMs: Long,
-      store: String): Unit = {
+      store: String, recordRetention: Int => Unit): Unit = {
     val stale = checkpoint.staleTemporaryFiles(System.currentTimeMillis() - graceMs)
     stale.foreach(checkpoint.delete)
     if (stale.nonEmpty) log.info(s"txstate: deleted ${stale.size} temporary files that killed writers left in $store")
     val changelogs = checkpoint.changelogs()
     if (changelogs.nonEmpty) {
-      val oldestToKeep = changelogs.map(_.version).max - math.max(minVersionsToRetain, 1) + 1
+      val retained = math.max(minVersionsToRetain, 1)
+      val oldestToKeep = changelogs.map(_.version).max - retained + 1
       val snapshots = checkpoint.snapshots()
       val anchor = snapshots.map(_.version).distinct.filter(_ <= oldestToKeep).sorted.reverse
         .find(v => onLiveLineage(checkpoint, idsInFileNames, v, changelogs, snapshots, store))
-      anchor.foreach(v => deleteBelow(checkpoint, v, changelogs, snapshots, graceMs, store))
+      anchor.foreach(v => deleteBelow(checkpoint, v, changelogs, snapshots, graceMs, store, () => recordRetention(retained)))
     }
   }
 
@@ -54,11 +60,12 @@ private[store] object Cleanup {
   }
 
   private def deleteBelow(checkpoint: StoreCheckpoint, anchor: Long, changelogs: Seq[CheckpointEntry],
-      snapshots: Seq[CheckpointEntry], graceMs: Long, store: String): Unit = {
+      snapshots: Seq[CheckpointEntry], graceMs: Long, store: String, recordRetention: () => Unit): Unit = {
     // Below the anchor only: its own changelog names the id a format-v1 load of that version checks.
     // Segments go with their version (committed ones are covered, aborted attempts' never mattered).
     val oldChangelogs = changelogs.filter(_.version < anchor) ++ checkpoint.segments().filter(_.version < anchor)
     val (oldSnapshots, keptSnapshots) = snapshots.partition(_.version < anchor)
+    if (oldChangelogs.nonEmpty || oldSnapshots.nonEmpty) recordRetention()
     oldChangelogs.foreach(e => checkpoint.delete(e.path))
     oldSnapshots.foreach(e => checkpoint.delete(e.path))
     val referenced = keptSnapshots.flatMap { e =>

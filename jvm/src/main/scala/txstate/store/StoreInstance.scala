@@ -50,6 +50,8 @@ final class StoreInstance private (
   // Commits this instance made, and what the last cleanup round saw (maintenance threads only).
   private val commitsMade = new AtomicLong()
   private var lastCleanupSaw: Option[(Long, Long)] = None
+  // The retention this instance recorded (guarded by maintenanceLock, like lastCleanupSaw).
+  private var retentionRecorded: Option[Int] = None
   private val snapshotActivity = new AtomicReference(SnapshotActivity.none)
   // The changelog of this instance's newest commit (batch threads only, one at a time).
   @volatile private var ownChangelog: Option[WrittenChangelog] = None
@@ -141,10 +143,16 @@ final class StoreInstance private (
     val seen = (commitsMade.get, newestSnapshotVersion)
     if (!closed && !lastCleanupSaw.contains(seen)) {
       CheckpointMaintenanceLocks.holding(checkpoint.root) {
-        Cleanup.run(checkpoint, options.idsInFileNames, minVersionsToRetain, storedFileGraceMs, label)
+        Cleanup.run(checkpoint, options.idsInFileNames, minVersionsToRetain, storedFileGraceMs, label, recordRetention)
       }
       lastCleanupSaw = Some(seen)
     }
+  }
+
+  /** Writes the retention record once per instance and value: a round that deletes versions costs no extra write. */
+  private def recordRetention(retained: Int): Unit = if (!retentionRecorded.contains(retained)) {
+    checkpoint.writeRetention(retained)
+    retentionRecorded = Some(retained)
   }
 
   /**
