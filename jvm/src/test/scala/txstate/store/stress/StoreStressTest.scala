@@ -23,8 +23,7 @@ final class StoreStressTest extends AnyFunSuite with TempDirectories {
     var events = Map.empty[String, Long]
     val failures = Seq.newBuilder[StressFailure]
     var failedSchedules = 0
-    def more = seeds.hasNext && budget.schedules.forall(schedules < _) &&
-      (budget.seed.isDefined || schedules == 0 || System.nanoTime() < deadline)
+    def more = budget.limit.forall(schedules < _) && (schedules == 0 || System.nanoTime() < deadline)
     while (more) {
       val seed = seeds.next()
       val dir = newTempDir(s"schedule-$seed")

@@ -15,10 +15,14 @@ final class StressModel {
   private val rows = new ConcurrentHashMap[Long, Map[String, String]]()
   private val ids = new ConcurrentHashMap[Long, String]()
   @volatile private var newestCommitted = 0L
+  @volatile private var newestWritten = 0L
 
   rows.put(0L, Map.empty)
 
-  def recordRows(version: Long, at: Map[String, String]): Unit = rows.put(version, at)
+  def recordRows(version: Long, at: Map[String, String]): Unit = {
+    rows.put(version, at)
+    newestWritten = math.max(newestWritten, version)
+  }
 
   def recordCommit(version: Long, checkpointId: Option[String]): Unit = {
     checkpointId.foreach(ids.put(version, _))
@@ -34,9 +38,11 @@ final class StressModel {
 
   /**
    * Whether `version` may legitimately be gone: cleanup keeps the newest `retain` versions loadable
-   * and nothing older. A load of such a version may fail; one of a newer version may not.
+   * and nothing older. A load of such a version may fail; one of a newer version may not. The
+   * newest counted is the one being committed: its changelog is written before the commit ends,
+   * and a cleanup counts from it.
    */
-  def mayBeCleanedUp(version: Long, retain: Int): Boolean = version < newestCommitted - retain + 1
+  def mayBeCleanedUp(version: Long, retain: Int): Boolean = version < newestWritten - retain + 1
 }
 
 object StressModel {
