@@ -7,6 +7,7 @@
 #   make jar    the plugin jars alone, one per Spark line (spark-submit --jars, Databricks cluster library)
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
 #   make soak   seeded executor/driver kills and restarts against a model (SOAK_KILLS, SOAK_SEED, SOAK_MINUTES)
+#   make stress the store layer's schedule-randomizing stress on the newest line (STRESS_SECONDS, STRESS_SEED)
 #
 # SPARK=<line> (3.5, 4.0, 4.1, 4.2, 4.3, or a row of project/spark-lines.tsv such as 3.5_2.13) narrows
 # jar, demo and conformance to one Spark line: `make jar SPARK=4.1`, `make demo SPARK=3.5` (3.5 is the
@@ -65,7 +66,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 .PHONY: demo demo-jar docs test test-jvm test-python jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
-	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak
+	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak stress
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt requirements-docs.txt
@@ -228,6 +229,15 @@ SOAK_SEED ?= 7
 SOAK_MINUTES ?= 0
 soak: $(JARS_BUILT)
 	$(VPY) tests/soak/soak.py --kills $(SOAK_KILLS) --seed $(SOAK_SEED) --minutes $(SOAK_MINUTES)
+
+# The stress (docs/reliability.md, "Stress"): several instances of one store at once on real RocksDB
+# and files, every checkpoint call paused at random, checked against a model. `make stress
+# STRESS_SECONDS=120`; a failure prints its seed, and `make stress STRESS_SEED=<n>` replays it.
+# STRESS_SCHEDULES=<n> stops after n schedules.
+STRESS_SECONDS ?= 60
+stress: $(VENV)/.installed
+	STRESS_SECONDS=$(STRESS_SECONDS) STRESS_SEED=$(STRESS_SEED) STRESS_SCHEDULES=$(STRESS_SCHEDULES) \
+	  $(SBT) "$(call sbt_project,$(NEWEST))/testOnly txstate.store.stress.StoreStressTest"
 
 # Benchmarks: txstate vs Spark's built-in providers, measured in the same run. Each prints a markdown
 # table with the command that reproduces it and writes bench/results/<kind>-<timestamp>.md (+ .json).
