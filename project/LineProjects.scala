@@ -113,7 +113,8 @@ object LineProjects extends AutoPlugin {
   // oldest row (RocksDB 8, Scala 2.12, Java 8) and the newest (RocksDB 9, Scala 2.13): each row between
   // has its RocksDB, its Java library (txstate.compat) and its Scala version in common with one of the
   // two. The store's and checkpoint's suites run everywhere: they write through each Spark's
-  // CheckpointFileManager.
+  // CheckpointFileManager. The store's stress (txstate.store.stress: a time budget, not a fixed set of
+  // cases) runs on those two rows too, inside `sbt test`; `make stress` runs it longer on the newest.
   private def runsEngineSuites(line: SparkLine): Boolean = line == lines.head || line == newestLine
 
   private def without(files: Seq[File], paths: Seq[String]): Seq[File] =
@@ -152,7 +153,7 @@ object LineProjects extends AutoPlugin {
         Test / unmanagedResourceDirectories := Seq(repoDir.value / "jvm/src/test/resources"),
         Test / unmanagedSources := without((Test / unmanagedSources).value, testsOfWhatALineLacks(line)),
         Test / testOptions ++= (if (runsEngineSuites(line)) Nil
-          else Seq(Tests.Filter(suite => !suite.startsWith("txstate.engine.")))),
+          else Seq(Tests.Filter(suite => !suite.startsWith("txstate.engine.") && !suite.startsWith("txstate.store.stress.")))),
         libraryDependencies ++= Seq("org.rocksdb" % "rocksdbjni" % line.rocksdb % Provided, scalatest % Test),
         // The jar holds our classes only, named for its Spark line and Scala version.
         Compile / packageBin / artifactPath := repoDir.value / "target" / line.jarName(version.value),
