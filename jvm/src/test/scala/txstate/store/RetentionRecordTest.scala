@@ -38,10 +38,16 @@ final class RetentionRecordTest extends AnyFunSuite with TempDirectories {
     } finally writer.close()
   }
 
-  test("a later run that cleans up under another retention records its own") {
+  /** A checkpoint at version 6 whose writer's maintenance kept 2 versions and recorded it; the writer closed. */
+  private def cleanedUpKeeping2(): Path = {
     val root = new Path(newTempPath("checkpoint").toURI)
-    val first = WriterBeside.at6(root, newTempPath("first"))
-    try WriterBeside.maintain(first, retain = 2) finally first.close()
+    val writer = WriterBeside.at6(root, newTempPath("writer"))
+    try WriterBeside.maintain(writer, retain = 2) finally writer.close()
+    root
+  }
+
+  test("a later run that cleans up under another retention records its own") {
+    val root = cleanedUpKeeping2()
     val second = StoreInstance.open(LocalDirectory(newTempPath("second"), stable = true, None), root,
       new Configuration(), StoreOptions(snapshotInterval = 2), "second")
     try {
@@ -57,13 +63,9 @@ final class RetentionRecordTest extends AnyFunSuite with TempDirectories {
   }
 
   test("a damaged record is refused, naming the file and what to do") {
-    val root = new Path(newTempPath("checkpoint").toURI)
-    val writer = WriterBeside.at6(root, newTempPath("writer"))
-    try WriterBeside.maintain(writer, retain = 2) finally writer.close()
+    val root = cleanedUpKeeping2()
     val record = new File(reader(root).retentionPath.toUri)
-    val bytes = java.nio.file.Files.readAllBytes(record.toPath)
-    bytes(bytes.length / 2) = (bytes(bytes.length / 2) ^ 0x5a).toByte
-    java.nio.file.Files.write(record.toPath, bytes)
+    FileDamage.FlipByte(record, Array.emptyByteArray)
     val e = intercept[CorruptRetentionRecordException](reader(root).recordedRetention())
     assert(e.getMessage.startsWith(s"[TXSTATE_CORRUPT_RETENTION_RECORD] the retention record ${reader(root).retentionPath}"))
     assert(e.getMessage.contains("--min-batches-to-retain"))
