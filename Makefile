@@ -117,13 +117,22 @@ demo-jar: $(VENV)/.installed
 # The older lines' venvs install (mostly download and disk, little CPU) while sbt and pytest run.
 # The JVM side is one sbt run (each start of sbt loads the build's settings for half a minute or more):
 # the Scala tests, conformance, every line's jar and the newest line's test classpath for the DFS
-# cluster, in the order test-jvm, conformance and test-python would run them.
+# cluster, in the order test-jvm, conformance and test-python would run them. Then two lanes of pytest
+# run side by side, since one keeps only about three of every four core-seconds busy (Spark's driver
+# waits on its tasks, the tests on batches): the newest line's tests but the short soak, and the short
+# soak followed by the older lines. The second lane's output goes to target/test-lines.log and is
+# printed when both end.
 test: $(VENV)/.installed
 	@mkdir -p target
 	$(MAKE) --no-print-directory older-venvs > target/older-venvs.log 2>&1 & venvs=$$!; \
-	  $(MAKE) --no-print-directory docs jvm-all test-python; status=$$?; \
+	  $(MAKE) --no-print-directory docs jvm-all wheel; status=$$?; \
 	  wait $$venvs || { cat target/older-venvs.log; echo "make test: installing the older lines' venvs failed" >&2; exit 1; }; \
-	  [ $$status -eq 0 ] && $(MAKE) --no-print-directory test-lines
+	  [ $$status -eq 0 ] || exit $$status; \
+	  $(MAKE) --no-print-directory test-soak-short test-lines > target/test-lines.log 2>&1 & lines=$$!; \
+	  $(MAKE) --no-print-directory test-python PYTEST_ELSEWHERE=--ignore=$(SOAK_SHORT); newest=$$?; \
+	  wait $$lines; older=$$?; cat target/test-lines.log; \
+	  [ $$older -eq 0 ] || echo "make test: the short soak or the older lines' tests failed (target/test-lines.log)" >&2; \
+	  [ $$newest -eq 0 ] && [ $$older -eq 0 ]
 
 # The user guide, built as CI builds it: --strict fails on a broken link or a page missing from the
 # nav (a few seconds). Open target/site/index.html.
@@ -145,8 +154,12 @@ jvm-all: $(VENV)/.installed
 # The whole pytest suite on the newest line.
 # tests/test_s3.py needs a session of its own (s3a on the driver's classpath): `make test-s3`.
 # tests/test_spark_upgrade.py runs the older lines' venvs, which install meanwhile: `make test-lines`.
+# PYTEST_ELSEWHERE: what make test runs in its other lane.
+SOAK_SHORT := tests/test_soak_short.py
 test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
-	$(VPY) -m pytest tests --ignore=tests/test_s3.py --ignore=tests/test_spark_upgrade.py --durations=15
+	$(VPY) -m pytest tests --ignore=tests/test_s3.py --ignore=tests/test_spark_upgrade.py $(PYTEST_ELSEWHERE) --durations=15
+test-soak-short: $(JARS_BUILT) $(WHEEL)
+	$(VPY) -m pytest $(SOAK_SHORT)
 
 # The unit tests alone (tests/unit: no JVM, no Spark session, no jar), in about a second; also part
 # of test-python.

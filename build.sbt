@@ -20,10 +20,13 @@
 import LineProjects.{lines, lineOf, newestLine, hadoopVersion, sparkJvmFlags, versionFolders, sparkSettings,
   lineSettings}
 
-// One forked test JVM per core at most. `build/sbt test` starts every line's test JVM at once
-// otherwise: six Spark and RocksDB JVMs on two cores starved each other's threads for whole
-// seconds (slower in all, and unfair to the tests that wait on another thread's work).
-Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, java.lang.Runtime.getRuntime.availableProcessors.max(1))
+// One forked test JVM per core: two lines' Scala tests run at once on two cores. sbt's default
+// restrictions allow one forked test group at a time, and adding a limit only narrows them, so the
+// whole set is replaced (with sbt's other two defaults kept). Six test JVMs at once starved each
+// other's threads for whole seconds, unfair to the tests that wait on another thread's work.
+val cores = java.lang.Runtime.getRuntime.availableProcessors.max(1)
+Global / concurrentRestrictions := Seq(Tags.limitAll(cores), Tags.limit(Tags.ForkedTestGroup, cores),
+  Tags.exclusiveGroup(Tags.Clean))
 
 ThisBuild / organization := "io.github.txstate"
 ThisBuild / version := IO.read(file("VERSION")).trim

@@ -18,7 +18,6 @@ partition says it answered from: a torn batch, a stale value or an invented one 
 from __future__ import annotations
 
 import hashlib
-import time
 from pathlib import Path
 
 import pytest
@@ -203,8 +202,7 @@ def test_a_follower_changes_nothing_under_the_checkpoint(spark, leader, tmp_path
     with txstate_spark.follow(spark, checkpoint, poll_interval_ms=20) as follower:
         check_whole_state(spark, follower, "a stopped leader's state")
         spark.read.format("txstate").option("follower", follower.id).load().collect()
-        time.sleep(0.6)  # dozens of polls
-        assert follower.status.polls > 10
+        wait_until(lambda: follower.status.polls > 10, TIMEOUT_S, "a dozen polls of the stopped checkpoint")
     with txstate_spark.follow(spark, checkpoint, partitions=[1]) as one:
         only = StateQueryRequest.in_store(one).with_query(ScanQuery.all()).execute(spark)
         assert sorted(only.partition_results) == [1], "a request without partitions asks the followed ones"

@@ -142,7 +142,8 @@ def run_batches(query, inputs: InputFiles, checkpoint: Path, batches: Iterable[i
         query.processAllAvailable()
         assert (checkpoint / "commits" / str(batch)).exists(), f"batch {batch} was not committed"
         times.update(offset_log_times(checkpoint))
-        time.sleep(0.05)  # batch times a few ms apart at least
+        # The next batch's time must differ from this one's by a few ms at least.
+        wait_until(lambda: time.time() * 1000 > max(times.values()) + 5, 10, "the clock past the last batch's time")
     return times
 
 

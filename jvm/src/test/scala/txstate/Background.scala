@@ -18,6 +18,15 @@ final class Background[T] private (name: String, body: () => T) {
 
   def isAlive: Boolean = !outcome.isDone
 
+  /** Whether the body is parked (a poll's pause, a lock), waited for up to `seconds`: a test then
+   * knows the body reached its wait before it changes what the body waits for. */
+  def parksWithin(seconds: Long): Boolean = {
+    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds)
+    def parked = Set(Thread.State.WAITING, Thread.State.TIMED_WAITING).contains(thread.getState)
+    while (isAlive && !parked && System.nanoTime() < deadline) Thread.onSpinWait()
+    isAlive && parked
+  }
+
   /** What the body returned or threw, once it ends within `seconds`; None while it still runs. */
   def await(seconds: Long): Option[Either[Throwable, T]] =
     try Some(outcome.get(seconds, TimeUnit.SECONDS))

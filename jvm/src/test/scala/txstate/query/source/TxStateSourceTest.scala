@@ -103,9 +103,10 @@ final class TxStateSourceTest extends AnyFunSuite with CheckpointFixture {
       behind.getMessage)
     assert(behind.getMessage.contains("option 'waitMs' waits longer"))
 
-    val commit = Background("the first commit") { Thread.sleep(500L); aside.renameTo(commits) }
-    val reader = new StatePartitionReader(partition(30000L), hadoopConf)
-    assert(commit.result(10), "the commit log was put back")
+    val planned = Background("a read planned before the first commit")(new StatePartitionReader(partition(30000L), hadoopConf))
+    assert(planned.parksWithin(30), "the read did not wait for the commit")
+    assert(aside.renameTo(commits), "the commit log was put back")
+    val reader = planned.result(30)
     val batches = Iterator.continually(reader).takeWhile(_.next()).map(_.get().getLong(3)).toSeq
     assert(batches.nonEmpty && batches.forall(_ == 2L))
     assert(batches.size == aggState.keys.count(k => owner.partitionOf(aggKey(k: _*)) == 1))
