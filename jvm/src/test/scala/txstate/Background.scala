@@ -23,7 +23,7 @@ final class Background[T] private (name: String, body: () => T) {
   def parksWithin(seconds: Long): Boolean = {
     val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds)
     def parked = Set(Thread.State.WAITING, Thread.State.TIMED_WAITING).contains(thread.getState)
-    while (isAlive && !parked && System.nanoTime() < deadline) Thread.onSpinWait()
+    while (isAlive && !parked && System.nanoTime() < deadline) Thread.`yield`() // onSpinWait is Java 9+; 3.5's rows compile for 8
     isAlive && parked
   }
 
