@@ -8,6 +8,7 @@
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
 #   make soak   seeded executor/driver kills and restarts against a model (SOAK_KILLS, SOAK_SEED, SOAK_MINUTES)
 #   make stress the store layer's schedule-randomizing stress on the newest line (STRESS_SECONDS, STRESS_SEED)
+#   make storm  three queries restarted at random moments with readers beside, on one line (SPARK, STORM_RESTARTS, STORM_SEED)
 #
 # SPARK=<line> (3.5, 4.0, 4.1, 4.2, 4.3, or a row of project/spark-lines.tsv such as 3.5_2.13) narrows
 # jar, demo and conformance to one Spark line: `make jar SPARK=4.1`, `make demo SPARK=3.5` (3.5 is the
@@ -63,10 +64,10 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo demo-jar docs test test-jvm test-python jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: demo demo-jar docs test test-jvm test-python test-soak-short test-lane-two jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
-	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak stress
+	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak stress storm
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt requirements-docs.txt
@@ -119,17 +120,17 @@ demo-jar: $(VENV)/.installed
 # the Scala tests, conformance, every line's jar and the newest line's test classpath for the DFS
 # cluster, in the order test-jvm, conformance and test-python would run them. Then two lanes of pytest
 # run side by side, since one keeps only about three of every four core-seconds busy (Spark's driver
-# waits on its tasks, the tests on batches): the newest line's tests but the short soak, and the short
-# soak followed by the older lines. The second lane's output goes to target/test-lines.log and is
-# printed when both end.
+# waits on its tasks, the tests on batches): the newest line's tests but LANE_TWO, and LANE_TWO
+# followed by the older lines. The second lane's output goes to target/test-lines.log and is printed
+# when both end.
 test: $(VENV)/.installed
 	@mkdir -p target
 	$(MAKE) --no-print-directory older-venvs > target/older-venvs.log 2>&1 & venvs=$$!; \
 	  $(MAKE) --no-print-directory docs jvm-all wheel; status=$$?; \
 	  wait $$venvs || { cat target/older-venvs.log; echo "make test: installing the older lines' venvs failed" >&2; exit 1; }; \
 	  [ $$status -eq 0 ] || exit $$status; \
-	  $(MAKE) --no-print-directory test-soak-short test-lines > target/test-lines.log 2>&1 & lines=$$!; \
-	  $(MAKE) --no-print-directory test-python PYTEST_ELSEWHERE=--ignore=$(SOAK_SHORT); newest=$$?; \
+	  $(MAKE) --no-print-directory test-lane-two test-lines > target/test-lines.log 2>&1 & lines=$$!; \
+	  $(MAKE) --no-print-directory test-python PYTEST_ELSEWHERE="$(addprefix --ignore=,$(LANE_TWO))"; newest=$$?; \
 	  wait $$lines; older=$$?; cat target/test-lines.log; \
 	  [ $$older -eq 0 ] || echo "make test: the short soak or the older lines' tests failed (target/test-lines.log)" >&2; \
 	  [ $$newest -eq 0 ] && [ $$older -eq 0 ]
@@ -154,12 +155,16 @@ jvm-all: $(VENV)/.installed
 # The whole pytest suite on the newest line.
 # tests/test_s3.py needs a session of its own (s3a on the driver's classpath): `make test-s3`.
 # tests/test_spark_upgrade.py runs the older lines' venvs, which install meanwhile: `make test-lines`.
-# PYTEST_ELSEWHERE: what make test runs in its other lane.
+# PYTEST_ELSEWHERE: what make test runs in its other lane (LANE_TWO: the short soak and the HDFS
+# tests, which with the older lines fill about as long as the rest of the newest line's suite).
 SOAK_SHORT := tests/test_soak_short.py
+LANE_TWO := $(SOAK_SHORT) tests/test_hdfs.py
 test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
 	$(VPY) -m pytest tests --ignore=tests/test_s3.py --ignore=tests/test_spark_upgrade.py $(PYTEST_ELSEWHERE) --durations=15
 test-soak-short: $(JARS_BUILT) $(WHEEL)
 	$(VPY) -m pytest $(SOAK_SHORT)
+test-lane-two: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
+	$(VPY) -m pytest $(LANE_TWO) --durations=5
 
 # The unit tests alone (tests/unit: no JVM, no Spark session, no jar), in about a second; also part
 # of test-python.
@@ -251,6 +256,16 @@ STRESS_SECONDS ?= 60
 stress: $(VENV)/.installed
 	STRESS_SECONDS=$(STRESS_SECONDS) STRESS_SEED=$(STRESS_SEED) STRESS_SCHEDULES=$(STRESS_SCHEDULES) \
 	  $(SBT) "$(call sbt_project,$(NEWEST))/testOnly txstate.store.stress.StoreStressTest"
+
+# The restart storm (docs/reliability.md, "Restart storm"): an aggregation, a dropDuplicates and a
+# join in one local application, each stopped and restarted STORM_RESTARTS times at random moments,
+# with the data source, interactive queries and a follower reading beside them and a CPU spinner,
+# checked against the soak's model; on the line SPARK names (`make storm SPARK=4.1`, `SPARK=3.5`).
+# The report goes to bench/results/storm-<spark>-<timestamp>.md.
+STORM_RESTARTS ?= 50
+STORM_SEED ?= 11
+storm: $(JARS_BUILT) $(call venv_of,$(LINE))/.installed
+	$(VPY) tests/storm/storm.py --restarts $(STORM_RESTARTS) --seed $(STORM_SEED)
 
 # Benchmarks: txstate vs Spark's built-in providers, measured in the same run. Each prints a markdown
 # table with the command that reproduces it and writes bench/results/<kind>-<timestamp>.md (+ .json).

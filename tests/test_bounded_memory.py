@@ -5,10 +5,10 @@ buffer as a durable changelog segment (`<v>_<id>-<k>.txseg` in the store's check
 and moves it into its local RocksDB under an in-flight marker. The batch must stay atomic: an abort
 undoes every early commit, a crash with a version in flight rebuilds from the checkpoint.
 
-1. One micro-batch of five million new keys on `local-cluster[2,1,1024]`, once with a 32 MiB
-   limit and once with none: the bounded run commits early, stays exact (state read back through Spark's
-   state data source, compared with counts computed here), and its executors' peak resident memory
-   is measured against the unbounded run's.
+1. One micro-batch of five million new keys on `local-cluster[2,1,1024]` with a 32 MiB limit:
+   it commits early, its buffers stay bounded, and it stays exact (state read back through Spark's
+   state data source, compared with counts computed here). Its peak memory against the same batch
+   with no limit is a comparison, measured by bench/memory_bench.py.
 2. A batch that early-commits several times per store and then fails, before any store commits
    (a filter after dropDuplicates raises in the task thread): the restarted query, whose providers
    reopen the same local RocksDB, ends exactly where the input says; no key of the failed attempt
@@ -113,7 +113,7 @@ def mib(n: float) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# 1. One huge micro-batch, bounded and unbounded
+# 1. One huge micro-batch, bounded
 
 
 @pytest.fixture(scope="module")
@@ -134,9 +134,11 @@ def memory_line(report: dict) -> str:
     return "; ".join(parts)
 
 
-def test_one_batch_of_five_million_new_keys_commits_early_stays_exact_and_lowers_peak_memory(
+def test_one_batch_of_five_million_new_keys_commits_early_and_stays_exact(
     huge_input, plugin_jar, candidate_provider, tmp_path
 ):
+    # How much lower the peak is than with the limit off is measured by bench/memory_bench.py
+    # (`make bench-memory`), beside Spark's providers in the same run: a comparison, not a check.
     input_dir, want = huge_input
     common = ["--input", str(input_dir), "--timeout", str(HUGE_QUERY_TIMEOUT_S)]
     started = time.monotonic()
@@ -144,16 +146,9 @@ def test_one_batch_of_five_million_new_keys_commits_early_stays_exact_and_lowers
                                    [*common, "--max-bytes", HUGE_LIMIT, "--dump-state"],
                                    HUGE_QUERY_TIMEOUT_S + 240)
     bounded_s = time.monotonic() - started
-    started = time.monotonic()
-    unbounded, unbounded_log = run_job("huge", tmp_path / "unbounded", plugin_jar, candidate_provider,
-                                       [*common, "--max-bytes", "-1"], HUGE_QUERY_TIMEOUT_S + 240)
-    unbounded_s = time.monotonic() - started
 
     print(f"\nbounded ({HUGE_LIMIT}): job {bounded_s:.0f} s, query {bounded.get('query_seconds')} s, "
           f"state read-back {bounded.get('dump_seconds')} s; {memory_line(bounded)}")
-    print(f"unbounded (-1): job {unbounded_s:.0f} s, query {unbounded.get('query_seconds')} s, "
-          f"error {unbounded.get('query_exception') and unbounded['query_exception'][:300]}; "
-          f"{memory_line(unbounded)}")
 
     # The bounded run: one batch, exact, early-committed, its buffers bounded.
     context = f"\njob log excerpt:\n{log_excerpt(bounded_log)}"
@@ -181,25 +176,6 @@ def test_one_batch_of_five_million_new_keys_commits_early_stays_exact_and_lowers
     problems = compare_state(read_state_dump(tmp_path / "bounded" / "state-dump"), want)
     assert not problems, "the state read back through Spark's state data source differs:\n" + "\n".join(problems)
     assert set(bounded["rss"]) == {"0", "1"}, f"RSS of both executors must be measured: {bounded['rss']}"
-
-    # The unbounded run: the same batch with the limit off.
-    if unbounded["query_exception"] is not None or unbounded["errors"]:
-        # Running out of memory at 1 GiB executors is the difference bounded memory makes.
-        failure = f"{unbounded['query_exception']} {unbounded['errors']}"
-        print(f"the unbounded run failed: {failure[:2000]}")
-        assert "OutOfMemoryError" in failure or "Java heap space" in failure or "exited" in failure, (
-            f"the unbounded run failed, but not for lack of memory: {failure[:3000]}\n"
-            f"{log_excerpt(unbounded_log)}")
-        return
-    unbounded_metrics = txstate_metrics(batch_progress(unbounded, 0))
-    print(f"unbounded txstate metrics: {unbounded_metrics}")
-    assert unbounded_metrics["txstateEarlyCommits"] == 0, unbounded_metrics
-    assert unbounded["summaries"]["0"] == bounded["summaries"]["0"]
-    bounded_peak = max(r["hwm"] for r in bounded["rss"].values())
-    unbounded_peak = max(r["hwm"] for r in unbounded["rss"].values())
-    assert bounded_peak < unbounded_peak, (
-        f"peak executor RSS with a {HUGE_LIMIT} limit ({mib(bounded_peak)}) is not below the unbounded "
-        f"run's ({mib(unbounded_peak)}): bounded {memory_line(bounded)}; unbounded {memory_line(unbounded)}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -48,7 +48,8 @@ sys.path.insert(0, str(SOAK_DIR.parent))
 
 from harness.cluster_tasks import process_is_gone, wait_for  # noqa: E402
 from soak_faults import PHASES, TASK_PHASES  # noqa: E402
-from soak_model import QUERIES, SOURCES, Model, Sizes, check_answer, join_expected, output_differences  # noqa: E402
+from soak_checks import QueryChecks  # noqa: E402
+from soak_model import QUERIES, SOURCES, Model, Sizes  # noqa: E402
 from harness.streaming_harness import REPO_ROOT, InputFiles  # noqa: E402
 
 KINDS = tuple(f"executor:{p}" for p in PHASES) + ("driver", "restart-keep", "restart-wipe")
@@ -97,9 +98,9 @@ class Soak:
         self.driver: subprocess.Popen | None = None
         self.starts = 0
         self.faults: list[Fault] = []
-        self.violations: list[str] = []
+        self.checks = QueryChecks(self.work, self.model)
+        self.violations = self.checks.violations
         self.commands = 0
-        self.join_offsets: dict[int, list[int | None]] = {}
 
     # -- the driver process --------------------------------------------------------------------
 
@@ -167,13 +168,13 @@ class Soak:
     def wait_committed(self, batch: int) -> float:
         deadline = time.monotonic() + BATCH_TIMEOUT_S
         while not self.committed(batch):
-            self.record_join_offsets()
+            self.checks.record_offsets()
             self.check_driver()
             if time.monotonic() > deadline:
                 raise RuntimeError(f"batch {batch} was not committed within {BATCH_TIMEOUT_S:.0f} s")
             time.sleep(0.05)
         committed_at = time.time()
-        self.record_join_offsets()
+        self.checks.record_offsets()
         return committed_at
 
     def write_batch(self) -> int:
@@ -247,7 +248,7 @@ class Soak:
                 fault.result = {"hit": True, "killed_at": time.time(),
                                 "seen": "batch committed" if self.committed(batch) else "batch running"}
                 self.kill_driver()
-                self.check_outputs()
+                self.checks.check_outputs()
                 self.start_driver()
                 fault.recovered_batch = batch
                 fault.recovery_s = self.wait_committed(batch) - fault.result["killed_at"]
@@ -258,7 +259,7 @@ class Soak:
                 if kind == "restart-wipe":
                     shutil.rmtree(self.work / "local", ignore_errors=True)
                 fault.result = {"hit": True, "killed_at": stopped_at, "seen": "between batches"}
-                self.check_outputs()
+                self.checks.check_outputs()
                 self.start_driver()
                 fault.recovered_batch = self.write_batch()
                 fault.recovery_s = self.wait_committed(fault.recovered_batch) - stopped_at
@@ -270,115 +271,7 @@ class Soak:
         self.wait_committed(self.write_batch())
         (self.work / "final-dump").touch()
         self.stop_driver()
-        self.check_outputs(final=True)
-
-    # -- checks -----------------------------------------------------------------------------------
-
-    def deliveries(self, query: str) -> dict[int, list[list]]:
-        found: dict[int, list[list]] = {}
-        for path in sorted((self.work / "output" / query).glob("[0-9]*.json")):
-            found.setdefault(int(path.name.split("-")[0]), []).append(json.loads(path.read_text()))
-        return found
-
-    def record_join_offsets(self) -> None:
-        """Each join micro-batch's end offset per source, read from the offset log while it is
-        there (cleanup keeps only the last few entries): the join's two sources list their
-        directories one after the other, so its micro-batches need not read file i in batch i."""
-        for entry in (self.work / "checkpoint" / "join" / "offsets").glob("[0-9]*"):
-            batch = int(entry.name)
-            if batch in self.join_offsets:
-                continue
-            try:
-                lines = entry.read_text().splitlines()
-            except FileNotFoundError:
-                continue
-            ends = [json.loads(line)["logOffset"] if line.startswith("{") else None for line in lines[2:]]
-            if len(ends) == 2:
-                self.join_offsets[batch] = ends
-
-    def join_files_read(self) -> dict[str, dict[int, list[int]]]:
-        """side -> micro-batch -> input file indexes that side read, for every join batch whose
-        offsets (and the previous batch's) were recorded: the offsets give each source's log
-        positions, Spark's file source logs (`checkpoint/join/sources/<n>/`) the files at them."""
-        files_at: dict[int, dict[int, int]] = {}  # source -> log position -> file index
-        side_of: dict[int, str] = {}
-        for log in (self.work / "checkpoint" / "join" / "sources").glob("*/*"):
-            if log.name.startswith("."):
-                continue
-            for line in log.read_text().splitlines()[1:]:
-                entry = json.loads(line)
-                side, name = entry["path"].split("/")[-2:]
-                side_of[int(log.parent.name)] = side
-                files_at.setdefault(int(log.parent.name), {})[int(entry["batchId"])] = int(name.split("-")[1].split(".")[0])
-        read: dict[str, dict[int, list[int]]] = {"left": {}, "right": {}}
-        for batch, ends in sorted(self.join_offsets.items()):
-            before = self.join_offsets.get(batch - 1, [None, None]) if batch > 0 else [None, None]
-            if batch > 0 and (batch - 1) not in self.join_offsets:
-                continue  # its start is unknown: not checked
-            for source, end in enumerate(ends):
-                start = -1 if before[source] is None else before[source]
-                stop = -1 if end is None else end
-                read[side_of.get(source, "left" if source == 0 else "right")][batch] = [
-                    files_at.get(source, {})[position] for position in range(start + 1, stop + 1)]
-        return read
-
-    def check_outputs(self, final: bool = False) -> None:
-        """Every delivered batch equals the model; at the end also: every batch delivered, final state."""
-        problems = []
-        expected = {**self.model.expected, "join": join_expected(self.args.seed, self.model.sizes, self.join_files_read())}
-        for query in QUERIES:
-            delivered = self.deliveries(query)
-            for batch, copies in sorted(delivered.items()):
-                want = expected[query].get(batch)
-                if want is None and query == "join":
-                    continue  # its offsets went before the harness read them (never while it runs)
-                if want is None:
-                    problems.append(f"{query}: batch {batch} delivered but never written")
-                    continue
-                for copy in copies:
-                    difference = output_differences(copy, want)
-                    if difference:
-                        problems.append(f"{query} batch {batch}: {difference}")
-            if final:
-                committed = {int(p.name) for p in (self.work / "checkpoint" / query / "commits").iterdir() if p.name.isdigit()}
-                written = set() if query == "join" else set(range(self.model.batches))
-                missing = sorted((written | committed) - set(delivered))
-                if missing:
-                    problems.append(f"{query}: batches {missing} never delivered")
-        if final:
-            for query, want in (("agg", sorted((k, n, t) for k, (n, t) in self.model.agg_state.items())),
-                                ("dedup", sorted((k,) for k in self.model.dedup_seen))):
-                dump = self.work / f"state-{query}.json"
-                if not dump.exists():
-                    problems.append(f"{query}: no final state dump")
-                    continue
-                difference = output_differences(json.loads(dump.read_text()), want)
-                if difference:
-                    problems.append(f"{query} final state: {difference}")
-        for problem in problems:
-            if problem not in self.violations:
-                self.violations.append(problem)
-
-    def check_answers(self) -> dict[str, int]:
-        counts = {"answers": 0, "checked_values": 0, "failed_partitions": 0, "errors": 0}
-        path = self.work / "iq.jsonl"
-        for line in path.read_text().splitlines() if path.exists() else ():
-            record = json.loads(line)
-            if "error" in record:
-                counts["errors"] += 1
-                continue
-            counts["failed_partitions"] += len(record["failures"])
-            if not record["partitions"]:
-                continue
-            counts["answers"] += 1
-            counts["checked_values"] += sum(v is not None for a in record["partitions"].values() for v in a["values"])
-            if record["failures"]:  # a partial answer: each answering partition is still checked
-                partitions = record["partitions"]
-                problems = [p for p in check_answer(self.model, record["keys"], partitions) if "missing" not in p]
-            else:
-                problems = check_answer(self.model, record["keys"], record["partitions"])
-            self.violations += [f"interactive query at {record['at']:.3f}: {p}" for p in problems[:5]]
-        return counts
+        self.checks.check_outputs(final=True)
 
     # -- the report -------------------------------------------------------------------------------
 
@@ -392,7 +285,7 @@ class Soak:
         return found
 
     def report(self, seconds: float) -> dict[str, Any]:
-        answers = self.check_answers()
+        answers = self.checks.check_answers()
         if answers["answers"] == 0:
             self.violations.append("no interactive query was answered: the queries ran unobserved "
                                    "(see the driver logs for the interactive_queries thread)")

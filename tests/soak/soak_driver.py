@@ -30,7 +30,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 SOAK_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(SOAK_DIR))
@@ -75,36 +75,40 @@ def build_query(spark, name: str, input_root: Path):
     return stream("left").join(stream("right"), "k").select("k", "a", "b"), "append"
 
 
+def start_query(spark, work_dir: Path, name: str, trigger: str = "300 milliseconds"):
+    """Query `name` of soak_model.py on its checkpoint and stable local directory under `work_dir`,
+    every delivery of a batch written to its own file under `output/<name>/`."""
+    result, mode = build_query(spark, name, work_dir / "input")
+    out_dir = work_dir / "output" / name
+
+    def deliver(df, batch_id: int) -> None:
+        rows = [list(row) for row in df.collect()]
+        write_json_atomically(out_dir / f"{batch_id:06d}-{uuid.uuid4().hex[:8]}.json", rows)
+
+    # The session clones its conf when a query starts: each query gets its own stable localDir.
+    with streaming_harness.session_conf(spark, {LOCAL_DIR_CONF: str(work_dir / "local" / name)}):
+        return (
+            result.writeStream.queryName(f"soak_{name}").outputMode(mode)
+            .option("checkpointLocation", str(work_dir / "checkpoint" / name))
+            .foreachBatch(deliver).trigger(processingTime=trigger).start()
+        )
+
+
 def start_queries(spark, work_dir: Path) -> dict[str, Any]:
-    queries = {}
-    for name in QUERIES:
-        result, mode = build_query(spark, name, work_dir / "input")
-        out_dir = work_dir / "output" / name
-
-        def deliver(df, batch_id: int, out_dir: Path = out_dir) -> None:
-            rows = [list(row) for row in df.collect()]
-            write_json_atomically(out_dir / f"{batch_id:06d}-{uuid.uuid4().hex[:8]}.json", rows)
-
-        # The session clones its conf when a query starts: each query gets its own stable localDir.
-        with streaming_harness.session_conf(spark, {LOCAL_DIR_CONF: str(work_dir / "local" / name)}):
-            queries[name] = (
-                result.writeStream.queryName(f"soak_{name}").outputMode(mode)
-                .option("checkpointLocation", str(work_dir / "checkpoint" / name))
-                .foreachBatch(deliver).trigger(processingTime="300 milliseconds").start()
-            )
-    return queries
+    return {name: start_query(spark, work_dir, name) for name in QUERIES}
 
 
-def interactive_queries(spark, query, work_dir: Path, agg_keys: int, stop: threading.Event) -> None:
-    """Multi-key queries on the aggregation's store until `stop`; every answer (or failure) to iq.jsonl."""
+def interactive_queries(spark, target: Callable[[], Any], log: Path, agg_keys: int, stop: threading.Event) -> None:
+    """Multi-key queries on the aggregation's store until `stop`, each asked of what `target()`
+    gives then (the running query, or a follower); every answer (or failure) appended to `log`."""
     from txstate_spark.query import MultiKeyQuery, StateQueryRequest
 
     rng = random.Random(os.getpid())
-    store = StateQueryRequest.in_store(query)
     while not stop.wait(IQ_PAUSE_S):
         keys = rng.sample(range(agg_keys), IQ_KEYS_PER_QUERY)
         record: dict[str, Any] = {"at": time.time(), "keys": keys, "partitions": {}, "failures": {}}
         try:
+            store = StateQueryRequest.in_store(target())
             result = store.with_query(MultiKeyQuery.with_keys([{"k": k} for k in keys])).execute(spark)
             for p, r in result.partition_results.items():
                 if r.is_success:
@@ -115,7 +119,7 @@ def interactive_queries(spark, query, work_dir: Path, agg_keys: int, stop: threa
                     record["failures"][str(p)] = str(r.failure_reason)
         except Exception as error:  # the query restarting, an executor gone: counted, not checked
             record["error"] = f"{type(error).__name__}: {str(error)[:300]}"
-        append_line(work_dir / "iq.jsonl", record)
+        append_line(log, record)
 
 
 def progress_listener(work_dir: Path, names: dict[str, str]):
@@ -145,11 +149,12 @@ def progress_listener(work_dir: Path, names: dict[str, str]):
     return ProgressToFile()
 
 
-def dump_state(spark, work_dir: Path) -> None:
-    """The final state of agg and dedup as a fresh provider reads it from the checkpoint."""
+def dump_state(spark, work_dir: Path, source: str = "statestore") -> None:
+    """The final state of agg and dedup as a fresh provider reads it from the checkpoint, through
+    Spark's state data source (4.0+) or txstate's (`source="txstate"`, on 3.5)."""
     spark.conf.unset(LOCAL_DIR_CONF)
     for name, columns in (("agg", ["key.k", "value.*"]), ("dedup", ["key.k"])):
-        state = spark.read.format("statestore").load(str(work_dir / "checkpoint" / name)).select(*columns)
+        state = spark.read.format(source).load(str(work_dir / "checkpoint" / name)).select(*columns)
         write_json_atomically(work_dir / f"state-{name}.json", [list(row) for row in state.collect()])
 
 
@@ -171,7 +176,8 @@ def main() -> int:
     spark.streams.addListener(progress_listener(work_dir, {f"soak_{name}": name for name in QUERIES}))
     queries = start_queries(spark, work_dir)
     faults = FaultRunner(sc, work_dir, queries["agg"])
-    threads = [threading.Thread(target=interactive_queries, args=(spark, queries["agg"], work_dir, args.agg_keys, stop),
+    threads = [threading.Thread(target=interactive_queries,
+                                args=(spark, lambda: queries["agg"], work_dir / "iq.jsonl", args.agg_keys, stop),
                                 daemon=True),
                threading.Thread(target=faults.serve, args=(stop,), daemon=True)]
     for thread in threads:

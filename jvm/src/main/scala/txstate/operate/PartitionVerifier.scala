@@ -30,13 +30,18 @@ final class PartitionVerifier(partition: TxStatePartition, label: String, number
    * still keeps. On a stopped query the first pass is the answer.
    */
   def verify(version: Long, retain: Int, committedId: Long => Option[String]): (Seq[Finding], PartitionCheck) = {
+    def newestIn(listing: CheckpointListing) = listing.changelogs.map(_.version).foldLeft(version)(math.max)
     @scala.annotation.tailrec
-    def attempt(n: Int, oldest: Long): (Seq[Finding], PartitionCheck) = {
+    def attempt(n: Int, floor: Long): (Seq[Finding], PartitionCheck) = {
       val before = reader.listing()
+      // The store's cleanup keeps `retain` versions up to its newest changelog, which may be one
+      // Spark never committed (a run stopped between the store's commit and Spark's): the versions
+      // below that window were deleted as kept, never lost. `version` itself always loads.
+      val oldest = math.min(version, math.max(floor, newestIn(before) - retain + 1))
       val result = run(version, oldest, committedId, before)
       val after = reader.listing()
       // `version` + 1 may be a failed batch's changelog on a stopped query; past it the query runs.
-      val newest = after.changelogs.map(_.version).foldLeft(version)(math.max)
+      val newest = newestIn(after)
       val moved = before.names != after.names || newest > version + 1
       if (result._1.isEmpty || !moved || n >= PartitionVerifier.attempts) result
       else attempt(n + 1, math.max(oldest, newest - retain + 1))

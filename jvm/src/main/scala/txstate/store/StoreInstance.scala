@@ -1,7 +1,7 @@
 package txstate.store
 
 import java.util.UUID
-import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong, AtomicReference}
 
 import scala.util.control.NonFatal
 
@@ -49,6 +49,9 @@ final class StoreInstance private (
   @volatile private var newestSnapshotVersion = 0L
   // Commits this instance made, and what the last cleanup round saw (maintenance threads only).
   private val commitsMade = new AtomicLong()
+  // Whether a load has run yet: a new provider's first load is watched for another instance's
+  // maintenance beside it (CheckpointMaintenanceLocks.loading); later ones cost nothing extra.
+  private val loaded = new AtomicBoolean(false)
   private var lastCleanupSaw: Option[(Long, Long)] = None
   // The retention this instance recorded (guarded by maintenanceLock, like lastCleanupSaw).
   private var retentionRecorded: Option[Int] = None
@@ -122,7 +125,7 @@ final class StoreInstance private (
   /** Uploads the newest staged snapshot, off the commit path (a maintenance thread). */
   def uploadSnapshot(): Option[SnapshotReport] = maintenanceLock.synchronized {
     if (closed) None
-    else CheckpointMaintenanceLocks.holding(checkpoint.root)(snapshots.upload()).map { case (manifest, report) =>
+    else CheckpointMaintenanceLocks.holding(checkpoint.root, this)(snapshots.upload()).map { case (manifest, report) =>
       newestSnapshotVersion = math.max(newestSnapshotVersion, manifest.version)
       snapshotActivity.accumulateAndGet(SnapshotActivity.of(report), _ + _)
       log.info(s"txstate: uploaded snapshot of version ${manifest.version} of $label: $report")
@@ -142,7 +145,7 @@ final class StoreInstance private (
     // period) wait for the round after the next commit.
     val seen = (commitsMade.get, newestSnapshotVersion)
     if (!closed && !lastCleanupSaw.contains(seen)) {
-      CheckpointMaintenanceLocks.holding(checkpoint.root) {
+      CheckpointMaintenanceLocks.holding(checkpoint.root, this) {
         Cleanup.run(checkpoint, options.idsInFileNames, minVersionsToRetain, storedFileGraceMs, label, recordRetention)
       }
       lastCleanupSaw = Some(seen)
@@ -283,7 +286,7 @@ final class StoreInstance private (
       engine.reopenAfterFailedWrite().foreach(dropped => log.warn(s"txstate: $label dropped the unflushed writes " +
         "of its local database on reopening it (its versions are in the checkpoint and are replayed)", dropped))
     }
-    val (path, replayed) = request match {
+    def load() = request match {
       case LoadRequest.AtVersion(version, checkpointId) => loadVersion(version, checkpointId)
       case LoadRequest.Empty(version) =>
         engine.startEmptyAt(version)
@@ -291,8 +294,11 @@ final class StoreInstance private (
       case LoadRequest.FromSnapshot(snapshotVersion, version, checkpointId) =>
         (LoadPath.Rebuilt, loader.fromSnapshot(snapshotVersion, version, checkpointId))
     }
+    val ((path, replayed), besideMaintenance) =
+      if (loaded.getAndSet(true)) (load(), false) else CheckpointMaintenanceLocks.loading(checkpoint.root, this)(load())
     val report = LoadReport(request.version, path, replayed, millisSince(start))
-    if (path != LoadPath.Reused) log.info(s"txstate: loaded version ${request.version} of $label: $report")
+    if (path != LoadPath.Reused || besideMaintenance) log.info(s"txstate: loaded version ${request.version} of $label: $report" +
+      (if (besideMaintenance) " (while another instance of the store ran its maintenance in this JVM)" else ""))
     report
   }
 

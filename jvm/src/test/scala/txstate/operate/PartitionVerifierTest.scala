@@ -135,6 +135,19 @@ final class PartitionVerifierTest extends AnyFunSuite with TempDirectories {
     assert(check.loadable == 1 && check.versionsFrom == 4, check)
   }
 
+  test("versions below the retention of a stopped query's newest changelog are not damage, though Spark committed one fewer") {
+    // The run committed version 6 in the store and stopped before Spark's commit log said so (it
+    // says 5). Its cleanup kept 3 versions up to 6, as the store's cleanup counts from its newest
+    // changelog: version 3, in the window 3..5 of the commit log, was deleted as no longer kept.
+    val (findings, check, root) = verifyBeside(5) { (root, writer) =>
+      WriterBeside.maintain(writer, retain)
+      new CheckpointReader(root, ReadOnlyFileSystem.reads(root, conf))
+    }
+    assert(!WriterBeside.changelogFiles(root).contains("3.txlog"))
+    assert(findings.isEmpty, findings)
+    assert(check.versionsFrom == 4 && check.loadable == 2, check)
+  }
+
   test("a stopped store's missing changelog is reported after one pass, not hidden by a retry") {
     val root = store(4)
     new File(new File(root.toUri), "2.txlog").delete()

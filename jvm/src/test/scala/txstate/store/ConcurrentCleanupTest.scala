@@ -116,7 +116,7 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
     try {
       val before = changelogFiles(root)
       // The test holds what another instance's snapshot upload or cleanup round holds.
-      CheckpointMaintenanceLocks.holding(root) {
+      CheckpointMaintenanceLocks.holding(root, "another instance") {
         val maintenance = Background("writer-maintenance")(maintain(writer, retained))
         val early = maintenance.await(1)
         assert(early.isEmpty, s"the writer's maintenance ran beside the other instance's: $early")
@@ -127,6 +127,26 @@ final class ConcurrentCleanupTest extends AnyFunSuite with TempDirectories {
       assert(changelogFiles(root) == before -- Set("1.txlog", "2.txlog", "3.txlog"), changelogFiles(root))
       assert(CheckpointMaintenanceLocks.inUse.isEmpty, "a lock outlived its holders")
     } finally writer.close()
+  }
+
+  test("an instance's first load while another instance's maintenance runs is counted; beside its own, not") {
+    val root = new Path(newTempPath("checkpoint").toURI)
+    WriterBeside.at6(root, newTempPath("writer")).close()
+    def loadOf(name: String, maintainer: StoreInstance => AnyRef): Long = {
+      val instance = StoreInstance.open(LocalDirectory(newTempPath(name), stable = true, None), root,
+        new Configuration(), StoreOptions(), name)
+      try {
+        val before = CheckpointMaintenanceLocks.loadsBesideMaintenance
+        // Held on this thread: the load below runs on it too (a load takes no lock), inside the round.
+        CheckpointMaintenanceLocks.holding(root, maintainer(instance)) {
+          assert(instance.load(6, None).path == LoadPath.Rebuilt)
+        }
+        CheckpointMaintenanceLocks.loadsBesideMaintenance - before
+      } finally instance.close()
+    }
+    assert(loadOf("beside-another", _ => "another instance") == 1)
+    assert(loadOf("beside-its-own", instance => instance) == 0)
+    assert(CheckpointMaintenanceLocks.inUse.isEmpty, "an entry outlived its users")
   }
 
   /**
