@@ -210,7 +210,8 @@ test-rescale-full: $(JARS_BUILT) $(WHEEL)
 # ships). The two oldest (3.5 and 4.0: their adapter files differ most from the newest line's) run
 # LINE_TESTS: packaging, the unit tests (conversions follow pyspark's types), every operator against
 # Spark's HDFS provider across a restart, an executor killed mid-batch, the txstate data source, a
-# follower (which also reads through the data source), state TTL on an aggregation (whose
+# follower (which also reads through the data source), inspect and verify of a join (3.5 records no
+# operator metadata: its four stores are found by their folders), state TTL on an aggregation (whose
 # read-then-write stores differ by line) and the hot-state cache. The lines between them and the
 # newest (4.1, 4.2) run LINE_CORE_TESTS: the unit tests and every operator across a restart, which
 # exercise their own files (ApiOfOtherLines); every file they share is run in full on an older or
@@ -218,6 +219,7 @@ test-rescale-full: $(JARS_BUILT) $(WHEEL)
 LINE_CORE_TESTS := tests/unit tests/test_operator_equivalence.py
 LINE_TESTS := tests/test_packaging.py $(LINE_CORE_TESTS) tests/test_executor_failure.py \
   tests/test_txstate_source.py tests/test_followers.py::test_a_follower_changes_nothing_under_the_checkpoint \
+  tests/test_inspect_verify.py::test_a_join_lists_its_four_stores_by_operator_id_and_verifies_sound \
   tests/test_state_ttl.py::test_aggregation_with_ttl_restarts_expired_counts_as_the_model_says \
   tests/test_hot_cache.py::test_every_batch_matches_the_model_whatever_the_cache
 FULL_LINES := $(wordlist 1,2,$(OLDER_LINES))

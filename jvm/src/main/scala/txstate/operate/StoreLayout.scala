@@ -30,8 +30,8 @@ final case class OperatorStore(operatorId: Long, operatorName: String, storeName
 /**
  * Where the stores of a checkpoint live: `state/<operator>/<partition>` (the default store) or
  * `state/<operator>/<partition>/<store>` (named stores, such as a join's four), with the store names
- * Spark's operator metadata lists. An operator without metadata (written before Spark 4.0) is taken
- * to have the default store only.
+ * Spark's operator metadata lists. An operator without metadata (written by Spark 3.5) has the
+ * named stores its partition directories hold as folders, else the default store.
  */
 object StoreLayout {
   val defaultStore = "default"
@@ -41,8 +41,11 @@ object StoreLayout {
       val metadata = SparkOperatorMetadata.read(fs, operatorDir)
       val name = metadata.name.getOrElse("unnamed")
       val partitions = numericDirs(fs, operatorDir).map { case (p, dir) => (p.toInt, dir) }
-      val infos = if (metadata.stores.isEmpty) Seq(defaultStore -> None)
-        else metadata.stores.map(s => s.name -> Some(s.numPartitions))
+      val infos = if (metadata.stores.nonEmpty) metadata.stores.map(s => s.name -> Some(s.numPartitions))
+        else namedStoreDirs(fs, partitions.map(_._2)).map(_ -> None) match {
+          case Seq() => Seq(defaultStore -> None)
+          case named => named
+        }
       infos.zipWithIndex.map { case ((storeName, count), index) =>
         val dirs = partitions.map { case (p, dir) => (p, if (storeName == defaultStore) dir else new Path(dir, storeName)) }
           .filter { case (_, dir) => fs.exists(dir) }
@@ -57,6 +60,12 @@ object StoreLayout {
       .flatMap(s => fs.listStatus(s.getPath).toSeq)
     (top ++ shared).filter(_.isFile)
   }
+
+  /** The folders of named stores in partition directories (a join's four on Spark 3.5), in name order. */
+  private def namedStoreDirs(fs: FileSystem, partitionDirs: Seq[Path]): Seq[String] =
+    partitionDirs.flatMap(dir => fs.listStatus(dir).toSeq.filter(_.isDirectory).map(_.getPath.getName))
+      .filterNot(name => sharedDirs.contains(name) || name.startsWith("_") || name.startsWith("."))
+      .distinct.sorted
 
   /** The folders of stored files shared by snapshots: txstate's `sst/`, Spark's RocksDB's `SSTs/`. */
   val sharedDirs: Set[String] = Set("sst", "SSTs")
