@@ -61,11 +61,11 @@ def append_line(path: Path, value: Any) -> None:
         out.write(json.dumps(value) + "\n")
 
 
-def build_query(spark, name: str, input_root: Path):
+def build_query(spark, name: str, input_root: Path, files_per_trigger: int = 1):
     from pyspark.sql import functions as F
 
     def stream(source: str):
-        return (spark.readStream.schema(SCHEMAS[source]).option("maxFilesPerTrigger", 1)
+        return (spark.readStream.schema(SCHEMAS[source]).option("maxFilesPerTrigger", files_per_trigger)
                 .json(str(input_root / source)))
 
     if name == "agg":
@@ -75,10 +75,11 @@ def build_query(spark, name: str, input_root: Path):
     return stream("left").join(stream("right"), "k").select("k", "a", "b"), "append"
 
 
-def start_query(spark, work_dir: Path, name: str, trigger: str = "300 milliseconds"):
+def start_query(spark, work_dir: Path, name: str, trigger: str = "300 milliseconds", files_per_trigger: int = 1,
+                query_name: str | None = None):
     """Query `name` of soak_model.py on its checkpoint and stable local directory under `work_dir`,
     every delivery of a batch written to its own file under `output/<name>/`."""
-    result, mode = build_query(spark, name, work_dir / "input")
+    result, mode = build_query(spark, name, work_dir / "input", files_per_trigger)
     out_dir = work_dir / "output" / name
 
     def deliver(df, batch_id: int) -> None:
@@ -88,7 +89,7 @@ def start_query(spark, work_dir: Path, name: str, trigger: str = "300 millisecon
     # The session clones its conf when a query starts: each query gets its own stable localDir.
     with streaming_harness.session_conf(spark, {LOCAL_DIR_CONF: str(work_dir / "local" / name)}):
         return (
-            result.writeStream.queryName(f"soak_{name}").outputMode(mode)
+            result.writeStream.queryName(query_name or f"soak_{name}").outputMode(mode)
             .option("checkpointLocation", str(work_dir / "checkpoint" / name))
             .foreachBatch(deliver).trigger(processingTime=trigger).start()
         )

@@ -14,11 +14,13 @@ Checks (each failure is a violation; the exit code is 1 when there is any):
   * no query failed;
   * every data-source read (`waitMs`), interactive-query answer and follower answer is the model's
     state at the batch it says it read, and no read failed for a reason a restart does not explain;
+  * the same of the reads of `--first-commits` fresh starts of the aggregation, read from their
+    first moment (storm_first_commits.py), some of them planned before that start's first commit;
   * `verify` finds each checkpoint sound;
   * at least one load read the checkpoint while another instance's maintenance of the same store
     ran in the JVM (`loadsBesideMaintenance`, a new run's stores' first loads): a storm that caused no overlap tested nothing.
 
-Usage: storm.py [--restarts 50] [--seed 11] [--work-dir DIR] [--rows 2000] [--keys 4000]
+Usage: storm.py [--restarts 50] [--seed 11] [--work-dir DIR] [--rows 2000] [--keys 4000] [--first-commits 20]
        [--max-bytes 64k] [--result FILE] [--report-dir bench/results]
 """
 
@@ -47,7 +49,8 @@ from jobs.executor_failure_job import LOCAL_DIR_CONF, TXSTATE  # noqa: E402
 from soak_checks import QueryChecks  # noqa: E402
 from soak_driver import dump_state, interactive_queries, start_query  # noqa: E402
 from soak_model import QUERIES, SOURCES, Model, Sizes  # noqa: E402
-from storm_readers import check_source_reads, failure_reasons, read_through_source  # noqa: E402
+from storm_first_commits import FirstCommitProbes  # noqa: E402
+from storm_readers import PARTITIONS, check_source_reads, failure_reasons, read_through_source  # noqa: E402
 
 TRIGGER = "100 milliseconds"
 # Batches written ahead of the slowest query: enough that a restarted run always has work at once.
@@ -67,7 +70,7 @@ def build_session(max_bytes: str):
     settings = {
         **streaming_harness.spark_settings(streaming_harness.plugin_jar()),
         streaming_harness.PROVIDER_CLASS_CONF: streaming_harness.TXSTATE_PROVIDER,
-        "spark.sql.shuffle.partitions": "3",
+        "spark.sql.shuffle.partitions": str(PARTITIONS),
         "spark.sql.streaming.stateStore.maintenanceInterval": "100ms",
         TXSTATE + "snapshotInterval": "1",
         TXSTATE + "maxUncommittedBytes": max_bytes,
@@ -112,6 +115,7 @@ class Storm:
         self.interrupted_stops = 0
         self.start_lock = threading.Lock()  # a start sets the session's localDir for its query
         self.done = threading.Event()
+        self.first_commits = FirstCommitProbes(self, args.first_commits, TRIGGER)
 
     # -- the queries ------------------------------------------------------------------------------
 
@@ -215,10 +219,11 @@ class Storm:
             spark, lambda: follower, self.work / "follower.jsonl", self.args.keys, stop_readers)))
         writer = threading.Thread(target=self.write_ahead)
         restarters = [threading.Thread(target=self.restart_repeatedly, args=(name,)) for name in QUERIES]
-        for thread in readers[-1:] + [writer] + restarters:
+        probes = threading.Thread(target=self.first_commits.run)
+        for thread in readers[-1:] + [writer, probes] + restarters:
             thread.start()
         try:
-            while any(t.is_alive() for t in restarters):
+            while any(t.is_alive() for t in restarters + [probes]):
                 for name, query in list(self.queries.items()):
                     if str(query.runId) not in self.stopping and not query.isActive:
                         self.note_failure(name, query)
@@ -234,7 +239,7 @@ class Storm:
         finally:
             self.done.set()
             stop_readers.set()
-            for thread in readers + restarters:
+            for thread in readers + restarters + [probes]:
                 thread.join(60)
             spinner.kill()
             follower.close()
@@ -267,20 +272,22 @@ class Storm:
                 self.violations.append(f"verify finds {name}'s checkpoint damaged: {verification.findings[:3]}")
         if overlaps == 0:
             self.violations.append("no load ran beside another instance's maintenance: the storm caused no overlap")
+        self.violations += self.first_commits.report_problems()
         import pyspark
 
         return {
             "spark": pyspark.__version__, "seed": self.args.seed, "restarts": self.restarts,
             "batches": self.model.batches, "seconds": round(seconds, 1), "loads_beside_maintenance": overlaps,
             "stops_ended_by_their_interrupt": self.interrupted_stops, "unchecked_batches": self.checks.unchecked_batches,
-            "data_source": source, "interactive_queries": answers["iq.jsonl"], "follower": answers["follower.jsonl"],
+            "data_source": source, "first_commits": self.first_commits.counts,
+            "interactive_queries": answers["iq.jsonl"], "follower": answers["follower.jsonl"],
             "read_failures": {log: failure_reasons(self.work / log) for log in ("iq.jsonl", "follower.jsonl")},
             "verify_sound": verified, "violations": self.violations,
         }
 
 
 def markdown(report: dict[str, Any], command: str) -> str:
-    ds, iq, fo = report["data_source"], report["interactive_queries"], report["follower"]
+    ds, iq, fo, fc = report["data_source"], report["interactive_queries"], report["follower"], report["first_commits"]
     lines = [f"# Restart storm {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, Spark {report['spark']}", "",
              f"`{command}`", "",
              f"Seed {report['seed']}: restarts {report['restarts']}, {report['batches']} input files, {report['seconds']} s; "
@@ -289,6 +296,8 @@ def markdown(report: dict[str, Any], command: str) -> str:
              f"First loads of a new run's stores while another instance of the store ran "
              f"its maintenance: {report['loads_beside_maintenance']}.",
              f"Data source reads: {ds['reads']} ({ds['rows_checked']} rows checked, {ds['failed']} failed while a run stopped).",
+             f"First commits probed: {fc['probes']} fresh starts, {fc['reads']} reads ({fc['rows_checked']} rows checked, "
+             f"{fc['failed']} failed), {fc['waited_for_first_commit']} planned before their query's first commit.",
              f"Interactive queries: {iq['answers']} answers ({iq['checked_values']} values checked); "
              f"follower: {fo['answers']} answers ({fo['checked_values']} values checked).",
              f"Partition failures and errors by reason: {report['read_failures']}.",
@@ -305,6 +314,7 @@ def main() -> int:
     parser.add_argument("--work-dir", type=Path, default=None, help="default: a fresh temporary directory")
     parser.add_argument("--rows", type=int, default=2000, help="aggregation rows per batch")
     parser.add_argument("--keys", type=int, default=4000, help="aggregation keys")
+    parser.add_argument("--first-commits", type=int, default=20, help="fresh starts of the aggregation read from their first moment")
     parser.add_argument("--max-bytes", default="64k", help="txstate.maxUncommittedBytes (every batch commits early)")
     parser.add_argument("--spin-s", type=float, default=900.0, help="the CPU spinner's limit (it stops with the storm)")
     parser.add_argument("--result", type=Path, default=None, help="also write the report as JSON here")

@@ -18,6 +18,7 @@ from soak_driver import append_line
 from soak_model import Model
 
 SOURCE_WAIT_MS = 20_000
+PARTITIONS = 3  # the storm's spark.sql.shuffle.partitions: the aggregation's store partitions
 SOURCE_PAUSE_S = 0.3
 
 
@@ -26,7 +27,7 @@ def read_through_source(spark, checkpoint: Path, log: Path, stop: threading.Even
     after another at first, so that some are planned while batch 0 runs."""
     first_commit = checkpoint / "commits" / "0"
     while not stop.wait(SOURCE_PAUSE_S if first_commit.exists() else 0):
-        record: dict[str, Any] = {"at": time.time()}
+        record: dict[str, Any] = {"at": time.time(), "before_first_commit": not first_commit.exists()}
         try:
             frame = (spark.read.format("txstate").option("waitMs", str(SOURCE_WAIT_MS)).load(str(checkpoint))
                      .select("key.k", "value.*", "partition_id", "batch_id"))  # value: (count, sum)
@@ -41,8 +42,9 @@ def source_problems(model: Model, state_at: Mapping[int, int], rows: Sequence[Se
     """The rows checked of one data-source read, and what is wrong with it: a value that is not
     the model's at the batch its partition says it read (`state_at`: a batch's newest input file,
     the model's index; rows of a batch not in it are not checked), a partition seen at two batches
-    (a torn read), a key in two partitions; and when every partition read the same batch, a key
-    count that is not the model's."""
+    (a torn read), a key in two partitions; a partition with no rows (every partition holds some
+    of the model's keys once a batch is committed, so an empty one was answered without its
+    state); and when every partition read the same batch, a key count that is not the model's."""
     problems: list[str] = []
     batch_of: dict[int, set[int]] = {}
     owner: dict[int, int] = {}
@@ -58,6 +60,7 @@ def source_problems(model: Model, state_at: Mapping[int, int], rows: Sequence[Se
             if (n, total) != want:
                 problems.append(f"key {k} at batch {batch} (partition {partition}): got {(n, total)}, model {want}")
     problems += [f"partition {p} read at batches {sorted(b)}" for p, b in batch_of.items() if len(b) > 1]
+    problems += [f"partition {p} answered no rows" for p in range(PARTITIONS) if p not in batch_of]
     batches = {b for bs in batch_of.values() for b in bs}
     if len(batches) == 1 and next(iter(batches)) in state_at:
         (batch,) = batches

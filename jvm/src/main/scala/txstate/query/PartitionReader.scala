@@ -26,7 +26,12 @@ private[query] object PartitionReader {
     val point = view.point
     val minBatch = bound.minBatch(partition)
     val outcome =
-      if (point.version - 1 < minBatch) {
+      // A live store that has not committed its first version holds no batch yet: behind, as every
+      // partition is before the query's first commit (BeforeFirstCommit), never an empty answer.
+      if (point.version == 0) {
+        Left(QueryFailure(FailureReason.NotUpToBound,
+          s"partition $partition: no batch committed yet: its store has not committed the query's first batch; retry once it has"))
+      } else if (point.version - 1 < minBatch) {
         Left(QueryFailure(FailureReason.NotUpToBound,
           s"partition $partition has committed batch ${point.version - 1} (state version ${point.version}), " +
             s"below the requested batch $minBatch; retry once the query has processed it"))

@@ -111,6 +111,25 @@ final class PartitionQueryTest extends AnyFunSuite with ProviderFixture {
     }
   }
 
+  test("a store whose first batch is still running answers behind (no batch committed yet), not an empty partition") {
+    // A read planned while batch 0 runs finds the live store at version 0; the data source's waitMs
+    // and a client's retry wait for the first commit on NOT_UP_TO_BOUND, where an empty answer
+    // would be taken as a partition with no keys.
+    val key = new RowMaker(keySchema)
+    val value = new RowMaker(valueSchema)
+    withProvider(newProvider(newCheckpointRoot(), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema))) { provider =>
+      val store = provider.getStore(0)
+      keys.foreach { case (a, b) => store.put(key(a, b), value(valueOf(a, b))) }
+      val running = read(provider, ResolvedQuery.Scan(PageCursor(1000, None, finished = false)))
+      val failure = running.outcome.left.toOption
+      assert(failure.map(_.reason).contains(FailureReason.NotUpToBound), running.outcome)
+      assert(failure.exists(_.message.startsWith("partition 0: no batch committed yet")), failure)
+      store.commit()
+      val RawAnswer.Page(rows, None) = read(provider, ResolvedQuery.Scan(PageCursor(1000, None, finished = false))).outcome.toOption.get
+      assert(rows.size == keys.size)
+    }
+  }
+
   test("malformed keys are the caller's error, naming the schema") {
     val tooShort = intercept[IllegalArgumentException](keyRow("""["x"]""", keySchema, "key"))
     assert(tooShort.getMessage.contains("TXSTATE_QUERY_BAD_KEY") && tooShort.getMessage.contains("a:string"))
