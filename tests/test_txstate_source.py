@@ -260,6 +260,62 @@ def test_before_the_first_commit_reads_say_no_batch_committed_yet(spark, tmp_pat
         query.stop()
 
 
+def test_a_read_inside_the_first_batch_waits_for_its_commit_without_a_job(spark, tmp_path):
+    """Batch 0 has written its store's metadata and its stores have committed, but its sink has not
+    returned, so the query has not committed. A read with waitMs waits for the query's commit, on
+    the driver: it starts no job meanwhile (a task that waited would hold an executor slot the query
+    may need), and answers the committed batch once there is one."""
+    inputs = streaming_harness.InputFiles(tmp_path / "input", ["events"])
+    inputs.write_batch(0, {"events": [{"a": 1, "b": "x", "v": 1}, {"a": 2, "b": "y", "v": 1}]})
+    checkpoint = tmp_path / "checkpoint"
+    in_sink, release = threading.Event(), threading.Event()
+
+    def hold_first_batch(batch, batch_id: int) -> None:
+        batch.collect()  # the stateful stage runs, and its stores commit
+        in_sink.set()
+        release.wait(120)
+
+    from pyspark.sql import functions as F
+
+    events = spark.readStream.schema("a INT, b STRING, v LONG").json(str(inputs.dirs["events"]))
+    with streaming_harness.session_conf(
+        spark, {streaming_harness.PROVIDER_CLASS_CONF: streaming_harness.TXSTATE_PROVIDER}
+    ):
+        query = (events.groupBy("a").agg(F.count(F.lit(1)).alias("n")).writeStream.outputMode("update")
+                 .foreachBatch(hold_first_batch).option("checkpointLocation", str(checkpoint)).start())
+    group = f"txstate-read-before-commit-{tmp_path.name}"
+    answer: dict[str, object] = {}
+    answered = threading.Event()
+
+    def read() -> None:
+        spark.sparkContext.setJobGroup(group, "a txstate read planned inside batch 0")
+        try:
+            answer["rows"] = source(spark, checkpoint, waitMs="60000").collect()
+            answer["commit_existed"] = (checkpoint / "commits" / "0").exists()
+        except Exception as error:
+            answer["error"] = error
+        finally:
+            answered.set()
+
+    try:
+        assert in_sink.wait(120), "batch 0 never reached its sink"
+        reader = threading.Thread(target=read)
+        reader.start()
+        # The read must not answer while the sink holds the commit back; it is given a few seconds to
+        # (wrongly) answer a batch its query has not committed, or to start its tasks.
+        assert not answered.wait(3), f"the read answered before the query's first commit: {answer}"
+        tracker = spark.sparkContext.statusTracker()
+        assert tracker.getJobIdsForGroup(group) == [], "the read started tasks before the query's first commit"
+        release.set()
+        assert answered.wait(120) and "error" not in answer, answer
+        assert answer["commit_existed"]
+        assert sorted((r.key.a, r.value[0], r.batch_id) for r in answer["rows"]) == [(1, 1, 0), (2, 1, 0)]
+        reader.join(10)
+    finally:
+        release.set()
+        query.stop()
+
+
 def test_the_source_is_registered_under_its_short_name(spark):
     services = Path(__file__).resolve().parents[1] / "jvm/src/main/resources/META-INF/services"
     registered = (services / "org.apache.spark.sql.sources.DataSourceRegister").read_text().split()

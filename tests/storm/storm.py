@@ -50,7 +50,7 @@ from soak_checks import QueryChecks  # noqa: E402
 from soak_driver import dump_state, interactive_queries, start_query  # noqa: E402
 from soak_model import QUERIES, SOURCES, Model, Sizes  # noqa: E402
 from storm_first_commits import FirstCommitProbes  # noqa: E402
-from storm_readers import PARTITIONS, check_source_reads, failure_reasons, read_through_source  # noqa: E402
+from storm_readers import PARTITIONS, check_source_reads, failure_reasons, read_records, read_through_source  # noqa: E402
 
 TRIGGER = "100 milliseconds"
 # Batches written ahead of the slowest query: enough that a restarted run always has work at once.
@@ -58,10 +58,6 @@ LEAD_BATCHES = 3
 GAP_S = (1.0, 5.0)  # a run lives long enough to commit a batch or two, or is stopped inside its first
 CATCH_UP_S = 300.0
 SPINNER = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    pass\n"
-# A data-source read fails for no reason a restart explains: a partition no run holds is read
-# from the checkpoint. (Interactive queries on a stopped run's query object fail by design, and
-# are counted by reason, not checked.)
-SOURCE_FAILURES_ALLOWED: tuple[str, ...] = ()
 
 
 def build_session(max_bytes: str):
@@ -258,9 +254,8 @@ class Storm:
             dump_state(self.spark, self.work, "statestore" if streaming_harness.SPARK_LINE >= (4, 0) else "txstate")
             self.checks.check_outputs(final=True)
         answers = {log: self.checks.check_answers(log) for log in ("iq.jsonl", "follower.jsonl")}
-        allowed = lambda error: any(reason in error for reason in SOURCE_FAILURES_ALLOWED)  # noqa: E731
         source, problems = check_source_reads(self.model, self.checks.last_file_of_batch("agg"),
-                                              self.work / "source.jsonl", allowed)
+                                              read_records(self.work / "source.jsonl"))
         self.violations += problems
         if answers["iq.jsonl"]["answers"] == 0 or answers["follower.jsonl"]["answers"] == 0 or source["reads"] == 0:
             self.violations.append(f"a reader was never answered: {answers}, data source {source}")

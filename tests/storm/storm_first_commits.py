@@ -7,15 +7,13 @@ the input file its batch 0 read up to (a batch 0 of several files, so that reads
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
-from typing import Any, Callable
 
 from harness.cluster_tasks import wait_for
 from soak_checks import QueryChecks
 from soak_driver import start_query
-from storm_readers import check_source_reads, read_through_source
+from storm_readers import LogTail, check_source_reads, read_records, read_through_source
 
 FILES_IN_FIRST_BATCH = 8
 COMMIT_DEADLINE_S = 120.0
@@ -54,7 +52,8 @@ class FirstCommitProbes:
             if not committed or not query.isActive:
                 raise RuntimeError(f"batch 0 was not committed within {COMMIT_DEADLINE_S:.0f} s")
             # One read planned after the commit as well, so each probe's log ends on a settled read.
-            wait_for(lambda: any(not r["before_first_commit"] for r in self.records(log)), 60)
+            tail = LogTail(log)
+            wait_for(lambda: any(not r["before_first_commit"] for r in tail.new_records()), 60)
         finally:
             stop.set()
             reader.join(60)
@@ -62,23 +61,17 @@ class FirstCommitProbes:
             storm.note_failure(f"first-commit probe {index}", query, stopped=True)
         self.check(index, work, log)
 
-    @staticmethod
-    def records(log: Path) -> list[dict[str, Any]]:
-        """The complete lines of `log`: its reader may be appending one."""
-        complete = log.read_text().split("\n")[:-1] if log.exists() else []
-        return [json.loads(line) for line in complete]
-
     def check(self, index: int, work: Path, log: Path) -> None:
         checks = QueryChecks(work, self.storm.model)
         checks.record_offsets()
-        allowed: Callable[[str], bool] = lambda error: False  # noqa: E731
-        counts, problems = check_source_reads(self.storm.model, checks.last_file_of_batch("agg"), log, allowed)
+        records = read_records(log)
+        counts, problems = check_source_reads(self.storm.model, checks.last_file_of_batch("agg"), records)
         self.storm.violations.extend(f"first-commit probe {index}: {p}" for p in problems)
         self.counts["probes"] += 1
         for key in ("reads", "rows_checked", "failed"):
             self.counts[key] += counts[key]
         self.counts["waited_for_first_commit"] += sum(
-            1 for r in self.records(log) if r["before_first_commit"] and r.get("rows"))
+            1 for r in records if r["before_first_commit"] and r.get("rows"))
 
     def report_problems(self) -> list[str]:
         """A storm whose probes planned no read before a first commit tested nothing of it."""

@@ -18,8 +18,9 @@ private[source] final case class SourceStore(description: StoreDescription, runI
 
 /**
  * Resolves a read's target to its checkpoint and, when a query runs on it in this session, that
- * query's run. Before the query's first commit there is no store to describe yet: the read waits
- * up to `waitMs` for it, then says so (`NOT_UP_TO_BOUND`, "no batch committed yet").
+ * query's run. Before the query's first commit (even once batch 0 has written the store's
+ * metadata) there is no batch to read yet: the read waits up to `waitMs` for it, then says so
+ * (`NOT_UP_TO_BOUND`, "no batch committed yet").
  */
 private[source] object SourceTargets {
   private val pollMs = 100L
@@ -39,19 +40,14 @@ private[source] object SourceTargets {
       case SourceTarget.Follower(id) => throw new IllegalStateException(s"txstate: follower $id is resolved above")
     }
     val started = System.currentTimeMillis()
-    def describe() = StoreLocator.describe(checkpoint, options.operator, options.store, spark.sessionState.newHadoopConf())
-    var description = Option.empty[StoreDescription]
-    while (description.isEmpty) {
-      try description = Some(describe())
-      catch {
-        case _: IllegalArgumentException
-            if BeforeFirstCommit.partitions(spark, checkpoint, runId, spark.sessionState.newHadoopConf()).isDefined =>
-          val waited = System.currentTimeMillis() - started
-          if (waited >= options.waitMs) throw SourceErrors.noCommitYet(checkpoint, waited)
-          Thread.sleep(math.min(pollMs, options.waitMs - waited))
-      }
+    // The wait is here, on the driver, and not in the read's tasks: a task that waited for the
+    // first commit would hold an executor slot that the query's first batch may need.
+    while (BeforeFirstCommit.partitions(spark, checkpoint, runId, spark.sessionState.newHadoopConf()).isDefined) {
+      val waited = System.currentTimeMillis() - started
+      if (waited >= options.waitMs) throw SourceErrors.noCommitYet(checkpoint, waited)
+      Thread.sleep(math.min(pollMs, options.waitMs - waited))
     }
-    SourceStore(description.get, runId)
+    SourceStore(StoreLocator.describe(checkpoint, options.operator, options.store, spark.sessionState.newHadoopConf()), runId)
   }
 
   private def running(spark: SparkSession, what: String)(matches: StreamingQueryWrapper => Boolean)
