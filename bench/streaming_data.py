@@ -73,3 +73,16 @@ def write_inputs(root: Path, size: DataSize) -> dict[str, Path]:
     for name, batches in (("events", events), ("left", left), ("right", right)):
         _write_batches(dirs[name], batches)
     return dirs
+
+
+def write_small_batches(directory: Path, state_keys: int, rows: int, batches: int) -> None:
+    """The small-batch shape: batch 0 brings `state_keys` distinct keys (k, v), then `batches`
+    batches of `rows` rows each, keys drawn uniformly from those already in state."""
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    columns = [{"k": np.arange(state_keys, dtype=np.int64), "v": np.ones(state_keys, dtype=np.int64)}]
+    for b in range(batches):
+        columns.append({"k": rng.integers(0, state_keys, rows, dtype=np.int64),
+                        "v": np.arange(rows, dtype=np.int64) + np.int64(b * rows)})
+    _write_batches(directory, columns)

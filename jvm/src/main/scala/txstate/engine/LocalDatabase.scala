@@ -215,7 +215,7 @@ private[engine] final class LocalDatabase private (
   private def lookup[T](snapshot: Option[Snapshot], key: Array[Byte])(stampedRow: Array[Byte] => T,
       plainRow: Array[Byte] => T): Option[T] = {
     def read(ro: Option[ReadOptions]): Option[T] = {
-      def from(family: ColumnFamilyHandle) = ro.fold(db.get(family, key))(db.get(family, _, key))
+      def from(family: ColumnFamilyHandle) = pointRead(family, ro, key)
       val s = if (stampedRowsPossible) from(stamped) else null
       if (s != null) Some(stampedRow(s))
       else if (plainRowsPossible) Option(from(data)).map(plainRow)
@@ -225,6 +225,20 @@ private[engine] final class LocalDatabase private (
       case None => read(None)
       case Some(snap) => Using.resource(new ReadOptions().setSnapshot(snap))(ro => read(Some(ro)))
     }
+  }
+
+  /**
+   * `key`'s value in `family`, or null when it has none. RocksJava 9's `get` signals a missing key by
+   * throwing and catching a C++ exception inside its native call, which costs more than the lookup
+   * itself; `keyMayExist` answers a miss, and a hit in the memtables or the block cache, with the
+   * same lookup and no exception. Only a key whose blocks are not cached needs the `get`.
+   */
+  private def pointRead(family: ColumnFamilyHandle, ro: Option[ReadOptions], key: Array[Byte]): Array[Byte] = {
+    val inMemory = new Holder[Array[Byte]]()
+    val mayExist = ro.fold(db.keyMayExist(family, key, inMemory))(db.keyMayExist(family, _, key, inMemory))
+    if (!mayExist) null
+    else if (inMemory.getValue != null) inMemory.getValue
+    else ro.fold(db.get(family, key))(db.get(family, _, key))
   }
 
   private def multiGet(family: ColumnFamilyHandle, keys: Seq[Array[Byte]]): Seq[Option[Array[Byte]]] =

@@ -6,9 +6,9 @@ import java.util.Arrays
  * One micro-batch's uncommitted work over the committed database (read-your-writes).
  *
  * Keeps the exact live key count: every write learns whether its key was visible before. Reads
- * remember the committed existence of the last key they looked up, because Spark's operators read
- * a key right before they write it (aggregation, deduplication, joins): the write then costs no
- * second lookup.
+ * remember the committed rows they looked up ([[RowsRead]]), because Spark's operators read a key
+ * before they write it (deduplication and joins right before, aggregation after reading the whole
+ * batch): the write then costs no second lookup.
  */
 final class Transaction private[engine] (
     engine: TxEngine,
@@ -28,6 +28,8 @@ final class Transaction private[engine] (
   // commits, since such a version is never undone (docs/ARCHITECTURE.md, "Early commits").
   private val priors = new PriorRows
   private var keepingPriors = true
+  // Committed rows of keys read and not yet written: the write after a read costs no second lookup.
+  private val reads = new RowsRead(RowsRead.LimitBytes)
   // Background writes (docs/ARCHITECTURE.md, "Background writes"): once the buffer holds
   // `backgroundRows` entries, the database starts receiving the batch's rows while it runs: the
   // buffer's rows of every `backgroundRows` keys written since the last hand-over (`dirty`; a key
@@ -40,7 +42,7 @@ final class Transaction private[engine] (
   private var aheadStopped = false
   private var dirty = new java.util.HashSet[BytesKey]()
   // Counted in the executor's heap budget while the transaction runs (docs/ARCHITECTURE.md, "Heap budget").
-  private val heapClaim = engine.heap.map(_.buffering(() => uncommittedBytes))
+  private val heapClaim = engine.heap.map(_.buffering(() => uncommittedBytes + reads.byteSize))
   // Iterators Spark may abandon half-way: closed for it when the transaction ends.
   private val openIterators = java.util.Collections.newSetFromMap(
     new java.util.IdentityHashMap[KeyValueIterator, java.lang.Boolean]())
@@ -78,6 +80,7 @@ final class Transaction private[engine] (
     val k = keyOf(key)
     if (get(k).isEmpty) keyDelta += 1
     keepPrior(k)
+    reads.forget(k)
     buffer.put(k, value)
     if (writingAhead) written(k)
     else if (aheadAllowed && buffer.entryCount >= backgroundRows) startWritingAhead()
@@ -94,6 +97,7 @@ final class Transaction private[engine] (
     if (get(k).isDefined) {
       keyDelta -= 1
       keepPrior(k)
+      reads.forget(k)
       val onlyBuffered = !writingAhead && buffer.holds(k) &&
         (buffer.hidesCommitted(key) || committedValue(k).isEmpty)
       if (onlyBuffered) buffer.forget(key) else buffer.delete(k)
@@ -149,6 +153,7 @@ final class Transaction private[engine] (
       dirty = new java.util.HashSet[BytesKey]()
       buffer.clear()
       priors.clear()
+      reads.clear()
       keyDelta = 0L
       probeValid = false
       heapClaim.foreach(_.close())
@@ -165,6 +170,7 @@ final class Transaction private[engine] (
     dirty = new java.util.HashSet[BytesKey]()
     buffer.clear()
     probeValid = false // the committed view now includes the early-committed sub-batch
+    reads.clear()
     priors.clear()
     keepingPriors = false
   }
@@ -219,6 +225,7 @@ final class Transaction private[engine] (
   private[engine] def afterCommit(): Unit = {
     writingAhead = false
     aheadAllowed = false
+    reads.clear()
     heapClaim.foreach(_.close())
   }
 
@@ -268,8 +275,12 @@ final class Transaction private[engine] (
 
   private def committedValue(key: BytesKey): Option[Array[Byte]] = {
     if (!isProbed(key)) {
-      // A plain get: RocksDB consults the bloom filter itself; keyMayExist first cost a second lookup.
-      probedRow = engine.readCommitted(key)
+      val remembered = reads.get(key)
+      probedRow = if (remembered != null) remembered else {
+        val row = engine.readCommitted(key)
+        reads.remember(key, row)
+        row
+      }
       probedKey = key
       probeValid = true
     }

@@ -72,6 +72,27 @@ final class RollbackFromReadsTest extends AnyFunSuite with TempDirectories {
     }
   }
 
+  test("a batch that reads every key before writing any looks each up once, and its undo reads no key again") {
+    // Spark's aggregation restores the state of every key of a batch, then saves them all.
+    Using.resource(TxEngine.open(newTempPath("db"), EngineOptions(), new HotStateCache(1L << 20))) { engine =>
+      twoFormats(engine)
+      val rows = committedStamped(engine)
+      val keys = (0 to 5).flatMap(i => Seq(s"p$i", s"s$i", s"n$i"))
+      val before = engine.cacheStats
+      commitStamped(engine, rerun) { tx =>
+        val read = keys.map(k => k -> tx.get(b(k)).map(str))
+        assert(read.count(_._2.isDefined) == 12 && read.filter(_._1.startsWith("n")).forall(_._2.isEmpty))
+        keys.foreach(k => tx.put(b(k), b(s"$k-new")))
+        assert(tx.numKeys == 18)
+      }
+      val lookups = engine.cacheStats.since(before)
+      assert(lookups.hits + lookups.misses == keys.size, s"each key was looked up once: $lookups")
+      engine.rollbackLastCommit()
+      assert(committedStamped(engine) == rows)
+      assert(engine.keysReadBackByLastRollback == 0, "every key was read before its write")
+    }
+  }
+
   test("a rollback after TTL expiry and a range delete restores what they removed") {
     Using.resource(TxEngine.open(newTempPath("db"))) { engine =>
       twoFormats(engine)
