@@ -65,7 +65,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
 .PHONY: demo demo-jar docs test test-jvm test-python test-soak-short test-lane-two jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
-	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-memory bench-memory-quick bench-plots \
+	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-fresh-app bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak stress storm
 
@@ -314,6 +314,11 @@ bench-streaming-quick: $(JARS_BUILT)
 
 bench-streaming: $(JARS_BUILT)
 	$(VPY) bench/streaming_bench.py
+
+# The whole job as a first streaming job meets it: each provider in a fresh application, every
+# batch, and small batches over 1M keys of state (bench/results/fresh-app-<timestamp>.md).
+bench-fresh-app: $(JARS_BUILT)
+	$(VPY) bench/fresh_app_bench.py
 
 bench-memory-quick: $(JARS_BUILT)
 	$(VPY) bench/memory_bench.py --quick
