@@ -71,7 +71,7 @@ def main() -> int:
                      .option("checkpointLocation", str(args.checkpoint)).start())
             query.awaitTermination()
             # pyspark 3.5 reports progress as dicts, 4.x as objects with their JSON.
-            progress = [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
+            progress = [json.loads(p.json) if hasattr(p, "json") else p for p in query.recentProgress]
             runs.append({"file": name, "counts": seen,
                          "operators": [op for p in progress for op in p["stateOperators"]]})
         conf = spark.sparkContext.getConf()
