@@ -170,8 +170,12 @@ jvm-all: $(VENV)/.installed
 MAVEN_REPO := target/maven-repo
 PUBLISHED := $(MAVEN_REPO)/.published
 PUBLISHED_LINES := $(NEWEST) $(firstword $(PYSPARK_LINES))
-PUBLISH_TASKS := $(foreach line,$(PUBLISHED_LINES),$(call sbt_project,$(line))/publish consumer$(subst .,,$(line))/test)
-MAVEN_TESTS := tests/test_maven_packages.py
+# Both lines' Scaladoc (the javadoc jars) at once, one per core, then both consumers' builds.
+PUBLISH_TASKS := "all $(foreach line,$(PUBLISHED_LINES),$(call sbt_project,$(line))/publish)" \
+  "all $(foreach line,$(PUBLISHED_LINES),consumer$(subst .,,$(line))/test)"
+# The newest line runs them with the rest of tests/; 3.5 runs them in test-lines, with the executor
+# metrics on local-cluster (the plugin's metrics library is that Spark's).
+PUBLISHED_LINE_TESTS := tests/test_maven_packages.py tests/test_executor_metrics.py
 $(PUBLISHED): $(JARS_BUILT)
 	rm -rf $(MAVEN_REPO)
 	TXSTATE_PUBLISH_DIR=$(CURDIR)/$(MAVEN_REPO) $(SBT) $(PUBLISH_TASKS)
@@ -253,7 +257,7 @@ line_pytest = py=$(CURDIR)/$(VENV)-$(1)/bin/python; \
   echo "== pytest on Spark $(1) ($$($$py -c 'import pyspark; print(pyspark.__version__)'))"; \
   TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(1)) PYSPARK_PYTHON=$$py PYSPARK_DRIVER_PYTHON=$$py $$py -m pytest $(2);
 test-lines: $(JARS_BUILT) $(WHEEL) $(PUBLISHED) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
-	set -e; $(foreach line,$(OLDER_LINES),$(call line_pytest,$(line),$(if $(filter $(line),$(FULL_LINES)),$(LINE_TESTS),$(LINE_CORE_TESTS)) $(if $(filter $(line),$(PUBLISHED_LINES)),$(MAVEN_TESTS))))
+	set -e; $(foreach line,$(OLDER_LINES),$(call line_pytest,$(line),$(if $(filter $(line),$(FULL_LINES)),$(LINE_TESTS),$(LINE_CORE_TESTS)) $(if $(filter $(line),$(PUBLISHED_LINES)),$(PUBLISHED_LINE_TESTS))))
 	@echo "== the upgrade path: a checkpoint of Spark 3.5 restarted on 4.0 and 4.3"
 	$(VPY) -m pytest tests/test_spark_upgrade.py
 test-lines-full: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)

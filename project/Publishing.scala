@@ -36,6 +36,7 @@ object Publishing {
     scmInfo := Some(ScmInfo(url(repository), s"scm:git:$repository.git", s"scm:git:$repository.git")),
     developers := List(Developer("txstate", "The txstate-spark developers", "", url(repository))),
     publishMavenStyle := true,
+    versionScheme := Some("early-semver"),
     pomIncludeRepository := (_ => false),
     publishTo := Some(Resolver.file("txstate-publish-dir", publishDir((ThisBuild / baseDirectory).value))(
       Resolver.mavenStylePatterns)),

@@ -10,25 +10,19 @@ budgets' limits that configure() set.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from harness.cluster_tasks import run_job_script
+from harness.executor_metric_names import registered_metrics
 from harness.streaming_harness import plugin_jar
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = REPO / "tests" / "jobs" / "executor_metrics_job.py"
-METRICS_SOURCE = REPO / "jvm" / "src" / "main" / "scala" / "txstate" / "spark" / "ExecutorMetrics.scala"
 MIB = 1024 * 1024
-
-
-def registered_metrics() -> dict[str, str]:
-    """Each metric ExecutorMetrics.all registers, with its CSV column (`value` of a gauge, `count` of a counter)."""
-    found = re.findall(r'ExecutorMetric\("(\w+)", (Level|Count),', METRICS_SOURCE.read_text())
-    assert found, f"no ExecutorMetric rows in {METRICS_SOURCE}"
-    return {name: "value" if kind == "Level" else "count" for name, kind in found}
+# The CSV sink's column of each kind of metric.
+CSV_COLUMN = {"gauge": "value", "counter": "count"}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +33,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def metric(report: dict, name: str) -> int:
-    column = registered_metrics()[name]
+    column = CSV_COLUMN[registered_metrics()[name]]
     row = report["metrics"].get(name)
     assert row is not None, (f"the executor's CSV sink wrote no file for {name}; plugin files: "
                              f"{sorted(report['metrics'])}; all files: {report['files'][:20]}")

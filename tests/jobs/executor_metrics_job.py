@@ -21,8 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the harness package
 
 from harness.cluster_tasks import wait_for  # noqa: E402
-
-SOURCE = "plugin.txstate.spark.TxStatePlugin"
+from harness.executor_metric_names import SOURCE_NAME  # noqa: E402
 WORDS_PER_BATCH = 60
 SINK_WAIT_S = 60
 
@@ -51,7 +50,7 @@ def session(metrics_dir: Path):
 
 def plugin_files(metrics_dir: Path, app_id: str) -> dict[str, Path]:
     """The executor's CSV file of each plugin metric: `<app>.<executor>.plugin...TxStatePlugin.<name>.csv`."""
-    prefix = f"{app_id}.0.{SOURCE}."
+    prefix = f"{app_id}.0.{SOURCE_NAME}."
     return {p.name[len(prefix):-len(".csv")]: p for p in metrics_dir.glob(f"{prefix}*.csv")}
 
 
