@@ -41,11 +41,12 @@ private[engine] final class BackgroundWrites {
     catch { case scala.util.control.NonFatal(_) => () }
 }
 
-private[engine] object BackgroundWrites {
+/** The threads every engine's background writes share, and how many of their writes wait (the executor's backlog). */
+object BackgroundWrites {
   // Submitted and not yet finished, over every engine of the JVM (the executor's backlog gauge).
   private val queued = new AtomicLong()
 
-  /** Writes of every engine of this JVM submitted and not yet run to their end. */
+  /** Writes of every engine of this JVM submitted and not yet run to their end (docs/ARCHITECTURE.md, "Background writes"). */
   def waiting: Long = queued.get()
 
   private val threads: ExecutorService = {

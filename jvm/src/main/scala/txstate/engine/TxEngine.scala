@@ -439,9 +439,6 @@ object TxEngine {
       budget: Option[NativeMemoryBudget] = None, heap: Option[HeapMemoryBudget] = None): TxEngine =
     new TxEngine(dir, options, cache, budget, heap)
 
-  /** Background writes of every engine of this JVM submitted and not yet finished (docs/ARCHITECTURE.md, "Background writes"). */
-  def backgroundWritesWaiting: Long = BackgroundWrites.waiting
-
   /** Deletes a local directory tree (staging areas, wiped databases); absent is fine. */
   def delete(dir: File): Unit = deleteRecursively(dir.toPath)
 

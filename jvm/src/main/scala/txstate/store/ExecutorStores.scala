@@ -3,7 +3,7 @@ package txstate.store
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicLong
 
-import txstate.engine.TxEngine
+import txstate.engine.BackgroundWrites
 
 /**
  * What the store instances of this JVM add up to, read by the executor's metrics
@@ -32,6 +32,6 @@ object ExecutorStores {
 
   /** The figures now; each is read on its own, so they need not describe one instant together. */
   def figures: ExecutorStoreFigures =
-    ExecutorStoreFigures(open.size, earlyCommitCount.get(), undoDroppedCount.get(), TxEngine.backgroundWritesWaiting,
+    ExecutorStoreFigures(open.size, earlyCommitCount.get(), undoDroppedCount.get(), BackgroundWrites.waiting,
       open.stream().mapToLong((i: StoreInstance) => i.snapshotLag).max().orElse(0L))
 }
