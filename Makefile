@@ -6,6 +6,8 @@
 #   make conformance  Spark's own state store conformance suite against our provider (part of make test)
 #   make jar    the plugin jars alone, one per Spark line (spark-submit --jars, Databricks cluster library)
 #   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
+#   make publish-local DIR=<dir>  every line's Maven artifacts (jar, POM, sources, javadoc, checksums)
+#               in a Maven repository layout under DIR (SPARK=<line>: that line's only)
 #   make soak   seeded executor/driver kills and restarts against a model (SOAK_KILLS, SOAK_SEED, SOAK_MINUTES)
 #   make stress the store layer's schedule-randomizing stress on the newest line (STRESS_SECONDS, STRESS_SEED)
 #   make storm  three queries restarted at random moments with readers beside, on one line (SPARK, STORM_RESTARTS, STORM_SEED)
@@ -64,7 +66,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: demo demo-jar docs test test-jvm test-python test-soak-short test-lane-two jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: publish-local demo demo-jar docs test test-jvm test-python test-soak-short test-lane-two jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-fresh-app bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak stress storm
@@ -106,6 +108,14 @@ $(WHEEL): $(JARS_BUILT) $(PY_SOURCES) python/pyproject.toml
 	cp $(JARS) python/txstate_spark/jars/
 	$(VPY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist ./python
 	rm -rf python/txstate_spark/jars python/build python/*.egg-info
+
+# io.github.txstate:txstate-spark-<line>_<scala>:<version> for every line (or SPARK's) into DIR, a Maven
+# repository layout with .sha1 and .md5 beside every file (project/Publishing.scala); for
+# `spark-submit --packages ... --repositories file://<DIR>` or a build's resolver.
+publish-local: $(VENV)/.installed
+	@[ -n "$(DIR)" ] || { echo "make publish-local: say where, e.g. make publish-local DIR=/tmp/maven-repo" >&2; exit 2; }
+	mkdir -p $(DIR)
+	TXSTATE_PUBLISH_DIR=$(abspath $(DIR)) $(SBT) $(if $(SPARK_ROW),$(call sbt_project,$(SPARK_ROW))/publish,publish)
 
 # The demo builds only the jar it runs (one sbt project), on the venv of its line.
 # DEMO_ARGS=--metrics prints every state operator metric of every micro-batch too.
@@ -149,8 +159,27 @@ test-jvm: $(VENV)/.installed
 	$(SBT) test $(PREVIEW_COMPILE)
 
 jvm-all: $(VENV)/.installed
-	$(SBT) test $(PREVIEW_COMPILE) $(CONFORMANCE_TASKS) package $(call sbt_project,$(NEWEST))/Test/compile
-	touch $(JARS_BUILT)
+	rm -rf $(MAVEN_REPO)
+	TXSTATE_PUBLISH_DIR=$(CURDIR)/$(MAVEN_REPO) $(SBT) test $(PREVIEW_COMPILE) $(CONFORMANCE_TASKS) package \
+	  $(PUBLISH_TASKS) $(call sbt_project,$(NEWEST))/Test/compile
+	touch $(JARS_BUILT) $(PUBLISHED)
+
+# The Maven artifacts the tests consume as a user would (tests/test_maven_packages.py: spark-submit
+# --packages and spark.jars.packages; consumerNN/test: an sbt build that compiles against the artifact),
+# published into target/maven-repo for the newest line and the oldest pyspark line (3.5, Scala 2.12).
+MAVEN_REPO := target/maven-repo
+PUBLISHED := $(MAVEN_REPO)/.published
+PUBLISHED_LINES := $(NEWEST) $(firstword $(PYSPARK_LINES))
+# Both lines' Scaladoc (the javadoc jars) at once, one per core, then both consumers' builds.
+PUBLISH_TASKS := "all $(foreach line,$(PUBLISHED_LINES),$(call sbt_project,$(line))/publish)" \
+  "all $(foreach line,$(PUBLISHED_LINES),consumer$(subst .,,$(line))/test)"
+# The newest line runs them with the rest of tests/; 3.5 runs them in test-lines, with the executor
+# metrics on local-cluster (the plugin's metrics library is that Spark's).
+PUBLISHED_LINE_TESTS := tests/test_maven_packages.py tests/test_executor_metrics.py
+$(PUBLISHED): $(JARS_BUILT)
+	rm -rf $(MAVEN_REPO)
+	TXSTATE_PUBLISH_DIR=$(CURDIR)/$(MAVEN_REPO) $(SBT) $(PUBLISH_TASKS)
+	touch $@
 
 # The whole pytest suite on the newest line.
 # tests/test_s3.py needs a session of its own (s3a on the driver's classpath): `make test-s3`.
@@ -159,7 +188,7 @@ jvm-all: $(VENV)/.installed
 # tests, which with the older lines fill about as long as the rest of the newest line's suite).
 SOAK_SHORT := tests/test_soak_short.py
 LANE_TWO := $(SOAK_SHORT) tests/test_hdfs.py
-test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
+test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH) $(PUBLISHED)
 	$(VPY) -m pytest tests --ignore=tests/test_s3.py --ignore=tests/test_spark_upgrade.py $(PYTEST_ELSEWHERE) --durations=15
 test-soak-short: $(JARS_BUILT) $(WHEEL)
 	$(VPY) -m pytest $(SOAK_SHORT)
@@ -227,8 +256,8 @@ FULL_LINES := $(wordlist 1,2,$(OLDER_LINES))
 line_pytest = py=$(CURDIR)/$(VENV)-$(1)/bin/python; \
   echo "== pytest on Spark $(1) ($$($$py -c 'import pyspark; print(pyspark.__version__)'))"; \
   TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(1)) PYSPARK_PYTHON=$$py PYSPARK_DRIVER_PYTHON=$$py $$py -m pytest $(2);
-test-lines: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
-	set -e; $(foreach line,$(OLDER_LINES),$(call line_pytest,$(line),$(if $(filter $(line),$(FULL_LINES)),$(LINE_TESTS),$(LINE_CORE_TESTS))))
+test-lines: $(JARS_BUILT) $(WHEEL) $(PUBLISHED) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
+	set -e; $(foreach line,$(OLDER_LINES),$(call line_pytest,$(line),$(if $(filter $(line),$(FULL_LINES)),$(LINE_TESTS),$(LINE_CORE_TESTS)) $(if $(filter $(line),$(PUBLISHED_LINES)),$(PUBLISHED_LINE_TESTS))))
 	@echo "== the upgrade path: a checkpoint of Spark 3.5 restarted on 4.0 and 4.3"
 	$(VPY) -m pytest tests/test_spark_upgrade.py
 test-lines-full: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)

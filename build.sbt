@@ -16,6 +16,9 @@
 //   build/sbt spark41/package      one line's jar
 //   build/sbt test                 the Scala tests on every line
 //   build/sbt conformance42/test   Spark's StateStoreSuiteBase on one line (jvm/src/conformance)
+//   build/sbt spark43/publish      one line's Maven artifacts into $TXSTATE_PUBLISH_DIR (default target/maven-repo;
+//                                  `make publish-local DIR=...`, project/Publishing.scala)
+//   build/sbt consumer43/test      a user's build compiling against the published 4.3 artifact (project/ConsumerProjects.scala)
 
 import LineProjects.{lines, lineOf, newestLine, hadoopVersion, sparkJvmFlags, versionFolders, sparkSettings,
   lineSettings}

@@ -28,13 +28,13 @@ object LineProjects extends AutoPlugin {
       .getOrElse(sys.error(s"project/spark-lines.tsv has no Spark line $name"))
   val newestLine: SparkLine = lines.maxBy(l => SparkLines.order(l.line))
   val scalatest = "org.scalatest" %% "scalatest" % "3.2.19"
-  // The Hadoop version pyspark of the newest line ships (hadoop-client-api/-runtime-3.5.0 in its jars).
-  val hadoopVersion = "3.5.0"
+  // The Hadoop version pyspark of the newest line ships (hadoop-client-api/-runtime in its jars).
+  val hadoopVersion: String = newestLine.hadoop
 
   lazy val dfsClasspath = taskKey[File]("Writes the mini DFS cluster's classpath (newest line's test classes) for tests/servers/dfs_cluster.py")
 
   override def extraProjects: Seq[Project] =
-    allLines.flatMap(line => Seq(lineProject(line), conformanceProject(line)))
+    allLines.flatMap(line => Seq(lineProject(line), conformanceProject(line), ConsumerProjects.consumerProject(line)))
 
   // Where pyspark's jars are for lines that are not on Maven Central: $SPARK_JARS_DIR, else the
   // project's .venv (made by `make venv`). Absolute, because forked test JVMs run in their
@@ -172,7 +172,8 @@ object LineProjects extends AutoPlugin {
           Seq(spec)
         }.taskValue
       )
-    if (line == newestLine) project.settings(dfsSettings) else project
+    val published = project.settings(Publishing.settings(line))
+    if (line == newestLine) published.settings(dfsSettings) else published
   }
 
   // The newest line's tests also run a real NameNode and DataNode (docs/reliability.md, "Distributed

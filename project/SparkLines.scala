@@ -14,9 +14,10 @@ import sbt._
  * @param release  the Java release the classes are compiled for (`-release`): the oldest JDK that
  *                 Spark line runs on
  * @param rocksdb  the rocksdbjni that Spark release ships (Provided: the cluster's is the one loaded)
+ * @param hadoop   the Hadoop client that Spark release ships (Provided in the published POM)
  */
 final case class SparkLine(key: String, compile: Option[String], scala: String, pyspark: String, tests: String,
-    release: Int, rocksdb: String) {
+    release: Int, rocksdb: String, hadoop: String) {
   /** "3.5" of "3.5_2.12", "4.1" of "4.1": the Spark line, which names the version source folders. */
   def line: String = key.takeWhile(_ != '_')
 
@@ -31,6 +32,9 @@ final case class SparkLine(key: String, compile: Option[String], scala: String, 
 
   /** target/<jarName>: txstate-spark-<line>_<scala>-<version>.jar */
   def jarName(version: String): String = s"txstate-spark-${line}_$scalaBinary-$version.jar"
+
+  /** The Spark release this line's jar is built against: the compile column, else its pyspark's. */
+  def sparkVersion: String = compile.getOrElse(pyspark)
 
   /** Where sbt keeps the line's classes, below target/lines and target/conformance. */
   def folder: String = key
@@ -51,13 +55,14 @@ object SparkLines {
   def load(table: File): Seq[SparkLine] =
     IO.readLines(table).map(_.trim).filter(l => l.nonEmpty && !l.startsWith("#")).map { row =>
       row.split("\\s+") match {
-        case Array(key, compile, scala, pyspark, tests, release, rocksdb) =>
-          val line = SparkLine(key, Some(compile).filter(_ != "pyspark"), scala, pyspark, tests, release.toInt, rocksdb)
+        case Array(key, compile, scala, pyspark, tests, release, rocksdb, hadoop) =>
+          val line = SparkLine(key, Some(compile).filter(_ != "pyspark"), scala, pyspark, tests, release.toInt, rocksdb,
+            hadoop)
           if (key.contains('_') && key != s"${line.line}_${line.scalaBinary}")
             sys.error(s"$table: the row '$key' builds for Scala ${line.scalaBinary}: name it ${line.line}_${line.scalaBinary}")
           order(line.line)
           line
-        case _ => sys.error(s"$table: expected 7 columns in '$row'")
+        case _ => sys.error(s"$table: expected 8 columns in '$row'")
       }
     }
 }

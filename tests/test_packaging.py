@@ -33,6 +33,7 @@ if str(PYTHON_SRC) not in sys.path:
 import txstate_spark  # noqa: E402
 from txstate_spark import (  # noqa: E402
     KNOWN_SETTINGS,
+    PLUGIN_CLASS,
     PROVIDER_CLASS,
     SETTINGS_PREFIX,
     submit_args,
@@ -303,7 +304,8 @@ def builder_scenarios() -> Dict[str, Any]:
         out["returned_same_builder"] = configure(b, block_cache_size_mb=32, writeBufferSizeMB=8,
                                                  local_dir="/tmp/txstate state") is b
         out["plain"] = options(b)
-        out["kept"] = options(configure(SparkSession.builder.config("spark.jars", "/opt/a.jar,/opt/b.jar")))
+        out["kept"] = options(configure(SparkSession.builder.config("spark.jars", "/opt/a.jar,/opt/b.jar")
+                                        .config("spark.plugins", "com.example.Theirs")))
         twice = configure(configure(SparkSession.builder))
         out["twice"] = options(twice)
         out["connect_builder"] = error(lambda: configure(SparkSession.builder.remote("sc://localhost:15002")))
@@ -325,12 +327,18 @@ def test_configure_sets_jar_provider_and_txstate_settings_on_the_builder(builder
     assert opts[SETTINGS_PREFIX + "writeBufferSizeMB"] == "8"
     assert opts[SETTINGS_PREFIX + "localDir"] == "/tmp/txstate state"
     assert opts["spark.master"] == "local[1]"
+    assert opts["spark.plugins"] == PLUGIN_CLASS
     assert builder_scenarios["jvm_started"] is False, "configure() must not start a JVM"
 
 
 def test_configure_keeps_jars_already_on_the_builder(builder_scenarios: Dict[str, Any]) -> None:
     assert builder_scenarios["kept"]["spark.jars"] == f"/opt/a.jar,/opt/b.jar,{JAR}"
     assert builder_scenarios["twice"]["spark.jars"] == str(JAR), "configuring twice must not add the jar twice"
+
+
+def test_configure_appends_its_plugin_to_the_users_spark_plugins_once(builder_scenarios: Dict[str, Any]) -> None:
+    assert builder_scenarios["kept"]["spark.plugins"] == f"com.example.Theirs,{PLUGIN_CLASS}"
+    assert builder_scenarios["twice"]["spark.plugins"] == PLUGIN_CLASS, "configuring twice must not list it twice"
 
 
 def test_configure_refuses_spark_connect_and_says_to_install_the_jar_on_the_server(
@@ -360,6 +368,7 @@ def test_cli_submit_args_prints_shell_quoted_flags_on_one_line() -> None:
     assert len(done.stdout.strip().splitlines()) == 1
     assert shlex.split(done.stdout) == [
         "--jars", str(JAR),
+        "--conf", f"spark.plugins={PLUGIN_CLASS}",
         "--conf", f"{PROVIDER_KEY}={PROVIDER_CLASS}",
         "--conf", f"{SETTINGS_PREFIX}maxWriteBufferNumber=4",
         "--conf", f"{SETTINGS_PREFIX}localDir=/tmp/state dir",

@@ -17,7 +17,7 @@ Importing this package does not import pyspark.
 """
 
 from txstate_spark._version import __version__
-from txstate_spark.constants import PROVIDER_CLASS, PROVIDER_CLASS_KEY, SETTINGS_PREFIX
+from txstate_spark.constants import PLUGIN_CLASS, PROVIDER_CLASS, PROVIDER_CLASS_KEY, SETTINGS_PREFIX
 from txstate_spark.errors import (
     TxStateCheckpointError,
     TxStateConfigurationError,
@@ -38,6 +38,7 @@ from txstate_spark.verification import Verification, verify
 
 __all__ = [
     "KNOWN_SETTINGS",
+    "PLUGIN_CLASS",
     "PROVIDER_CLASS",
     "PROVIDER_CLASS_KEY",
     "SETTINGS_PREFIX",

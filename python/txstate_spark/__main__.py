@@ -1,7 +1,7 @@
 """``python -m txstate_spark``: print the jar path or the spark-submit flags, or migrate a checkpoint.
 
     python -m txstate_spark jar [--spark LINE] [--scala 2.12|2.13] [--explain]
-    python -m txstate_spark submit-args [--spark LINE] [--scala 2.12|2.13] [--option NAME=VALUE ...] [--ttl-operator ID=DURATION ...]
+    python -m txstate_spark submit-args [--spark LINE] [--scala 2.12|2.13] [--option NAME=VALUE ...] [--ttl-operator ID=DURATION ...] [--plugins LIST]
     python -m txstate_spark migrate CHECKPOINT --to {txstate,rocksdb,hdfs} [--dry-run] [--undo] ...
     python -m txstate_spark serve CHECKPOINT --operator OP [--port P] ...   (docs/serving.md)
     python -m txstate_spark inspect CHECKPOINT [--json]
@@ -44,8 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     submit = commands.add_parser(
         "submit-args",
         help="print --jars/--conf flags for spark-submit or pyspark, shell-quoted on one line",
-        description="Print the --jars and --conf flags that load the jar and select the txstate "
-        "provider, shell-quoted on one line, e.g. spark-submit $(python -m txstate_spark "
+        description="Print the --jars and --conf flags that load the jar, select the txstate "
+        "provider and enable its executor metrics plugin (spark.plugins), shell-quoted on one line, e.g. spark-submit $(python -m txstate_spark "
         "submit-args) app.py",
     )
     submit.add_argument(
@@ -70,6 +70,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the state TTL of one stateful operator (ID: its folder under the checkpoint's state/), "
         "e.g. 0=30min, or 2=off to exempt it from --option ttl=...; becomes "
         "spark.sql.streaming.stateStore.txstate.ttl.operator.<ID>; repeatable",
+    )
+    submit.add_argument(
+        "--plugins",
+        metavar="LIST",
+        help="the spark.plugins your job sets already (comma-separated): printed as one "
+        "--conf spark.plugins=LIST,txstate.spark.TxStatePlugin, since a later --conf spark.plugins "
+        "replaces an earlier one; default: txstate's executor metrics plugin alone",
     )
     _add_migrate(commands)
     add_serve(commands)
@@ -152,7 +159,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(jar_path(args.spark, args.scala))
         else:
             print(shlex.join(submit_args(args.spark, scala=args.scala, ttl_by_operator=dict(args.ttl_operator),
-                                         **dict(args.option))))
+                                         plugins=args.plugins, **dict(args.option))))
     except TxStateSettingError as error:
         print(f"txstate-spark: error: {error}", file=sys.stderr)
         return 2

@@ -10,6 +10,12 @@ PROVIDER_CLASS: Final = "txstate.spark.TxStateStoreProvider"
 #: Spark's setting that selects the state store provider for new streaming queries.
 PROVIDER_CLASS_KEY: Final = "spark.sql.streaming.stateStore.providerClass"
 
+#: The Spark plugin inside the jar that registers txstate's executor metrics in Spark's metrics system.
+PLUGIN_CLASS: Final = "txstate.spark.TxStatePlugin"
+
+#: Spark's comma-separated list of plugin classes.
+PLUGINS_KEY: Final = "spark.plugins"
+
 #: Every txstate setting is ``SETTINGS_PREFIX + <camelCaseName>`` (``spark.sql.streaming.stateStore.txstate.``,
 #: from the settings' specification, settings.json).
 SETTINGS_PREFIX: Final = PREFIX

@@ -6,9 +6,10 @@ import os
 import shlex
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, TypeVar, Union
 
-from txstate_spark.constants import PROVIDER_CLASS, PROVIDER_CLASS_KEY
+from txstate_spark.constants import PLUGINS_KEY, PROVIDER_CLASS, PROVIDER_CLASS_KEY
 from txstate_spark.errors import TxStateConfigurationError
 from txstate_spark.jar import jar_path
+from txstate_spark.plugins import with_plugin
 from txstate_spark.settings import Count, Duration, Size, spark_settings
 from txstate_spark.submit import submit_flags
 
@@ -39,7 +40,9 @@ def configure(
 ) -> BuilderT:
     """Make a ``SparkSession.Builder`` load the txstate-spark jar and use its state store provider.
 
-    Appends the jar to ``spark.jars`` (jars already set on the builder are kept), sets
+    Appends the jar to ``spark.jars`` (jars already set on the builder are kept), appends
+    ``txstate.spark.TxStatePlugin`` (the executor metrics) to ``spark.plugins`` (plugins already set
+    on the builder are kept), sets
     ``spark.sql.streaming.stateStore.providerClass`` to ``txstate.spark.TxStateStoreProvider`` and
     sets each txstate option given as ``spark.sql.streaming.stateStore.txstate.<camelCaseName>``.
     Call it before the first ``getOrCreate()`` of the Python process::
@@ -115,6 +118,7 @@ def configure(
         raise TxStateConfigurationError(_too_late_message(jar, settings))
     # else: the running JVM loaded the jar at launch (spark-submit --jars, or an earlier configure());
     # its spark.jars is already in effect and the builder inherits it.
+    builder.config(PLUGINS_KEY, with_plugin(builder_options.get(PLUGINS_KEY)))
     for key, value in settings.items():
         builder.config(key, value)
     return builder
@@ -210,7 +214,7 @@ def _too_late_message(jar: str, settings: Dict[str, str]) -> str:
         f"Either stop the session (spark.stop()), start a new Python process and call "
         f"txstate_spark.configure(SparkSession.builder) before its first getOrCreate(); or start "
         f"Python/spark-submit with these flags (`python -m txstate_spark submit-args` prints them; for "
-        f"the pyspark shell put them in PYSPARK_SUBMIT_ARGS before 'pyspark-shell'):\n  {shlex.join(submit_flags(jar, settings))}"
+        f"the pyspark shell put them in PYSPARK_SUBMIT_ARGS before 'pyspark-shell'):\n  {shlex.join(submit_flags(jar, {PLUGINS_KEY: with_plugin(None), **settings}))}"
     )
 
 

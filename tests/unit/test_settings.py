@@ -216,6 +216,7 @@ def test_configure_sets_each_typed_keyword_and_camel_case_options_alike(monkeypa
     typed = configure(_Builder(), **examples, ttl_by_operator={1: "off"})  # type: ignore[arg-type]
     assert typed._options == {
         "spark.jars": str(jar.resolve()), PROVIDER_KEY: PROVIDER_CLASS, SETTINGS_PREFIX + "ttl.operator.1": "off",
+        "spark.plugins": "txstate.spark.TxStatePlugin",
         **{SETTINGS_PREFIX + name: SETTINGS[name].example for name in KNOWN_SETTINGS}}
     camel = configure(_Builder(), **{name: SETTINGS[name].example for name in KNOWN_SETTINGS},
                       ttl_by_operator={1: "off"})

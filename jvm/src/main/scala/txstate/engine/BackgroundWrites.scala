@@ -1,7 +1,7 @@
 package txstate.engine
 
 import java.util.concurrent.{CompletableFuture, CompletionException, ExecutorService, Executors, ThreadFactory}
-import java.util.concurrent.atomic.AtomicInteger
+import java.util.concurrent.atomic.{AtomicInteger, AtomicLong}
 
 /**
  * One engine's writes that run on a background thread while its batch goes on (docs/ARCHITECTURE.md,
@@ -18,7 +18,10 @@ private[engine] final class BackgroundWrites {
 
   /** Runs `write` after every write submitted before it, on a background thread. */
   def submit(write: () => Unit): Unit = {
+    BackgroundWrites.queued.incrementAndGet()
     last = last.thenRunAsync(() => write(), BackgroundWrites.threads)
+    // Counted off however it ends: a write skipped after an earlier one failed never runs.
+    last.whenComplete((_: Void, _: Throwable) => { BackgroundWrites.queued.decrementAndGet(); () })
   }
 
   /**
@@ -38,7 +41,14 @@ private[engine] final class BackgroundWrites {
     catch { case scala.util.control.NonFatal(_) => () }
 }
 
-private[engine] object BackgroundWrites {
+/** The threads every engine's background writes share, and how many of their writes wait (the executor's backlog). */
+object BackgroundWrites {
+  // Submitted and not yet finished, over every engine of the JVM (the executor's backlog gauge).
+  private val queued = new AtomicLong()
+
+  /** Writes of every engine of this JVM submitted and not yet run to their end (docs/ARCHITECTURE.md, "Background writes"). */
+  def waiting: Long = queued.get()
+
   private val threads: ExecutorService = {
     val count = new AtomicInteger()
     val factory: ThreadFactory = (r: Runnable) => {

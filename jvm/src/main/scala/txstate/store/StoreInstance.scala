@@ -81,7 +81,11 @@ final class StoreInstance private (
   def cacheStats: CacheStats = engine.cacheStats
 
   /** Undo of this instance's last commits the heap budget gave up since the last call (reported by the next committed batch). */
-  def drainUndoDropped(): Long = engine.drainUndoDropped()
+  def drainUndoDropped(): Long = {
+    val dropped = engine.drainUndoDropped()
+    ExecutorStores.undoDropped(dropped)
+    dropped
+  }
 
   /** Snapshot uploads since the last call (reported by the next committed batch). */
   def drainSnapshotActivity(): SnapshotActivity = snapshotActivity.getAndSet(SnapshotActivity.none)
@@ -183,6 +187,7 @@ final class StoreInstance private (
     val header = ChangelogHeader.of(pointOf(tx, current.checkpointId), tx.base.checkpointId, segments = k)
     val bytes = checkpoint.writeSegment(header, k, tx.changeSource)
     engine.earlyCommit(tx)
+    ExecutorStores.earlyCommitted()
     (current.copy(segments = k), EarlyCommitReport(entries, bytes, millisSince(start)))
   }
 
@@ -254,6 +259,7 @@ final class StoreInstance private (
   private def closeNow(): Unit = maintenanceLock.synchronized {
     state = Closed
     closed = true
+    ExecutorStores.closed(this)
     val failures = Seq[(String, () => Unit)](
       "the local engine" -> (() => engine.closeReportingDroppedFlush().foreach(dropped => log.warn(s"txstate: $label dropped the " +
         "unflushed writes of its local database on closing it (its versions are in the checkpoint, and the next " +
@@ -372,7 +378,9 @@ object StoreInstance {
       opened += checkpoint
       val engine = openEngine(local, options, cache, budget, heap, label)
       opened += engine
-      new StoreInstance(local, checkpoint, engine, new SnapshotStager(local.stagingDir, checkpoint), options, label)
+      val instance = new StoreInstance(local, checkpoint, engine, new SnapshotStager(local.stagingDir, checkpoint), options, label)
+      ExecutorStores.opened(instance)
+      instance
     } catch {
       case e: Throwable =>
         closeOpened(e)
