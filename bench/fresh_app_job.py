@@ -22,32 +22,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_common import STREAMING_PEERS  # noqa: E402
-from streaming_bench import RUN_TIMEOUT_S, batch_metrics, select_peer  # noqa: E402
+from streaming_bench import batch_metrics, build_session, run_to_end, select_peer  # noqa: E402
 from streaming_workloads import WORKLOADS  # noqa: E402
 
 SHUFFLE_PARTITIONS = 4
-
-
-def build_session(java_options: str | None):
-    from pyspark.sql import SparkSession
-    from txstate_spark import configure
-
-    builder = configure(SparkSession.builder.master("local[2]").appName("txstate-fresh-app-bench"))
-    settings = {
-        "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
-        "spark.driver.memory": "4g",  # the HDFS-backed provider keeps state (and versions of it) on the heap
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
-    }
-    if java_options:
-        settings["spark.driver.extraJavaOptions"] = java_options
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
 
 
 def main() -> int:
@@ -63,26 +41,10 @@ def main() -> int:
     dirs = {name: args.input / name for name in ("events", "left", "right")}
 
     started = time.monotonic()
-    spark = build_session(args.java_options)
+    spark = build_session(SHUFFLE_PARTITIONS, "txstate-fresh-app-bench", args.java_options)
     session_s = time.monotonic() - started
     select_peer(spark, peer)
-    sums: dict[str, int] = {}
-
-    def collect(df, batch_id: int) -> None:
-        row = df.agg(*workload.summarize(df)).collect()[0].asDict()
-        for name, value in row.items():
-            sums[name] = sums.get(name, 0) + (value or 0)
-
-    query = (workload.build(spark, dirs).writeStream.outputMode(workload.output_mode)
-             .option("checkpointLocation", str(args.checkpoint)).foreachBatch(collect)
-             .trigger(availableNow=True).start())
-    error = None
-    try:
-        if not query.awaitTermination(RUN_TIMEOUT_S):
-            error = f"did not finish within {RUN_TIMEOUT_S} s"
-            query.stop()
-    except Exception as failure:  # recorded: the other runs go on
-        error = str(failure).splitlines()[0][:500]
+    query, sums, error = run_to_end(spark, workload, dirs, args.checkpoint)
     batches = [batch_metrics(p) for p in (json.loads(p.json) for p in query.recentProgress) if p["numInputRows"] > 0]
     result = {"peer": peer.name, "workload": workload.name, "error": error, "session_s": round(session_s, 2),
               "seconds": round(time.monotonic() - started, 2), "batches": batches,

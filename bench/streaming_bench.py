@@ -40,11 +40,15 @@ FASTER_TARGETS = {"aggregation": 0.8, "dropDuplicates": 0.6, "join": 0.6}
 RUN_TIMEOUT_S = 900
 
 
-def build_session(shuffle_partitions: int):
+def build_session(shuffle_partitions: int, app_name: str = "txstate-streaming-bench",
+                  java_options: str | None = None):
+    """The benchmark's local[2] session; `java_options` go to the driver JVM (a profiler's agent)."""
     from pyspark.sql import SparkSession
     from txstate_spark import configure
 
-    builder = configure(SparkSession.builder.master("local[2]").appName("txstate-streaming-bench"))
+    builder = configure(SparkSession.builder.master("local[2]").appName(app_name))
+    if java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", java_options)
     settings = {
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.driver.memory": "4g",  # the HDFS-backed provider keeps state (and versions of it) on the heap
@@ -96,10 +100,9 @@ def batch_metrics(progress: dict) -> dict:
     }
 
 
-def run_once(spark, peer: Peer, workload: Workload, dirs: dict[str, Path], checkpoint: Path,
-             warmup: int) -> dict:
-    """One query from a fresh checkpoint until its input is consumed; its metrics and summary."""
-    select_peer(spark, peer)
+def run_to_end(spark, workload: Workload, dirs: dict[str, Path], checkpoint: Path) -> tuple:
+    """Runs `workload` on `checkpoint` until its input is consumed (Trigger.AvailableNow): the query,
+    its output summed over the batches (the cross-provider check), and why it failed, if it did."""
     sums: dict[str, int] = {}
 
     def collect(df, batch_id: int) -> None:
@@ -107,8 +110,6 @@ def run_once(spark, peer: Peer, workload: Workload, dirs: dict[str, Path], check
         for name, value in row.items():
             sums[name] = sums.get(name, 0) + (value or 0)
 
-    load_before = load_average()
-    started = time.monotonic()
     query = (workload.build(spark, dirs).writeStream.outputMode(workload.output_mode)
              .option("checkpointLocation", str(checkpoint)).foreachBatch(collect)
              .trigger(availableNow=True).start())
@@ -119,6 +120,16 @@ def run_once(spark, peer: Peer, workload: Workload, dirs: dict[str, Path], check
             query.stop()
     except Exception as failure:  # the query failed: recorded, the other runs go on
         error = str(failure).splitlines()[0][:500]
+    return query, sums, error
+
+
+def run_once(spark, peer: Peer, workload: Workload, dirs: dict[str, Path], checkpoint: Path,
+             warmup: int) -> dict:
+    """One query from a fresh checkpoint until its input is consumed; its metrics and summary."""
+    select_peer(spark, peer)
+    load_before = load_average()
+    started = time.monotonic()
+    query, sums, error = run_to_end(spark, workload, dirs, checkpoint)
     seconds = time.monotonic() - started
     batches = [batch_metrics(p) for p in (json.loads(p.json) for p in query.recentProgress)
                if p["numInputRows"] > 0]
