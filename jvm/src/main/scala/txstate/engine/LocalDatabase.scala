@@ -231,13 +231,17 @@ private[engine] final class LocalDatabase private (
    * `key`'s value in `family`, or null when it has none. RocksJava 9's `get` signals a missing key by
    * throwing and catching a C++ exception inside its native call, which costs more than the lookup
    * itself; `keyMayExist` answers a miss, and a hit in the memtables or the block cache, with the
-   * same lookup and no exception. Only a key whose blocks are not cached needs the `get`.
+   * same lookup and no exception. It reads no file, so a false answer (a miss it proved) needs no
+   * `get`. Its value is trusted only when not empty: where an index partition is not in the block
+   * cache it says "may exist" with an empty value it did not read (every stamped row has bytes; a
+   * plain row that is truly empty is confirmed by the `get`).
    */
   private def pointRead(family: ColumnFamilyHandle, ro: Option[ReadOptions], key: Array[Byte]): Array[Byte] = {
     val inMemory = new Holder[Array[Byte]]()
     val mayExist = ro.fold(db.keyMayExist(family, key, inMemory))(db.keyMayExist(family, _, key, inMemory))
+    val value = inMemory.getValue
     if (!mayExist) null
-    else if (inMemory.getValue != null) inMemory.getValue
+    else if (value != null && value.length > 0) value
     else ro.fold(db.get(family, key))(db.get(family, _, key))
   }
 
