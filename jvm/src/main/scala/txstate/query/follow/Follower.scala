@@ -157,6 +157,27 @@ final class Follower private (
 }
 
 object Follower {
+  private val firstPollAttempts = 3
+
+  /**
+   * The first poll, made again while it fails behind a leader that has moved on. The leader runs
+   * in another process (`serve`) or on other executors, so no lock keeps its cleanup from deleting
+   * the changelogs of the batch this poll read as the newest before they are replayed; the leader's
+   * next batch then has a snapshot and changelogs of its own.
+   */
+  @scala.annotation.tailrec
+  private def firstPoll(follower: Follower, attempt: Int): Unit = {
+    val retry = try { follower.poll(); false }
+    catch {
+      case NonFatal(e) if attempt < firstPollAttempts &&
+          follower.leader.newest().map(_.batchId) != follower.leaderNewest.map(_.batchId) =>
+        follower.log.info(s"txstate: follower ${follower.id} could not load the leader's batch " +
+          s"${follower.leaderNewest.map(_.batchId).getOrElse(-1L)}, which the leader has moved past; trying its newest: $e")
+        true
+    }
+    if (retry) firstPoll(follower, attempt + 1)
+  }
+
   private[query] def messageOf(e: Throwable): String =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).map(_.getMessage).find(m => m != null && m.contains("[TXSTATE_"))
       .getOrElse(e.toString)
@@ -177,7 +198,7 @@ object Follower {
     val stores = SparkOperatorMetadata.read(operatorDir.getFileSystem(hadoopConf), operatorDir).stores
     val storeIndex = math.max(stores.indexWhere(_.name == description.storeName), 0)
     val follower = new Follower(id, description, partitions, storeIndex, hadoopConf, options)
-    try follower.poll()
+    try firstPoll(follower, attempt = 1)
     catch {
       case e: Throwable =>
         try follower.close() catch { case NonFatal(s) => e.addSuppressed(s) }
