@@ -92,7 +92,7 @@ def main() -> int:
             len(rows(path)) >= seen_rows.get(name, 0) + 2 for name, path in plugin_files(metrics_dir, app_id).items()),
             SINK_WAIT_S)
         files = plugin_files(metrics_dir, app_id)
-        last = {name: rows(path)[-1] for name, path in files.items() if rows(path)}
+        last = {name: read[-1] for name, path in files.items() if (read := rows(path))}
         report = {"app_id": app_id, "reported_twice_more": bool(reported), "metrics": last,
                   "progress": [json.loads(p.json) if hasattr(p, "json") else p for p in query.recentProgress],
                   "plugins": spark.sparkContext.getConf().get("spark.plugins"),
