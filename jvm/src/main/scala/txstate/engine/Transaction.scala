@@ -33,13 +33,13 @@ final class Transaction private[engine] (
   // Background writes (docs/ARCHITECTURE.md, "Background writes"): once the buffer holds
   // `backgroundRows` entries, the database starts receiving the batch's rows while it runs: the
   // buffer's rows of every `backgroundRows` keys written since the last hand-over (`dirty`; a key
-  // written ten times goes once). A range delete stops them (`aheadStopped`): the commit then
+  // written ten times goes once). A range delete stops them (`backgroundStopped`): the commit then
   // writes the whole buffer again. Off with TTL (its index reads the stored stamps at commit) and
   // after an early commit (its segments then say what to undo).
   private val backgroundRows = engine.options.backgroundWriteRows
-  private var aheadAllowed = backgroundRows > 0 && timeIndexSinceMs.isEmpty
-  private var writingAhead = false
-  private var aheadStopped = false
+  private var backgroundAllowed = backgroundRows > 0 && timeIndexSinceMs.isEmpty
+  private var writingInBackground = false
+  private var backgroundStopped = false
   private var dirty = new java.util.HashSet[BytesKey]()
   // Counted in the executor's heap budget while the transaction runs (docs/ARCHITECTURE.md, "Heap budget").
   private val heapClaim = engine.heap.map(_.buffering(() => uncommittedBytes + reads.byteSize))
@@ -82,8 +82,8 @@ final class Transaction private[engine] (
     keepPrior(k)
     reads.forget(k)
     buffer.put(k, value)
-    if (writingAhead) written(k)
-    else if (aheadAllowed && buffer.entryCount >= backgroundRows) startWritingAhead()
+    if (writingInBackground) written(k)
+    else if (backgroundAllowed && buffer.entryCount >= backgroundRows) startBackgroundWrites()
   }
 
   /**
@@ -98,10 +98,10 @@ final class Transaction private[engine] (
       keyDelta -= 1
       keepPrior(k)
       reads.forget(k)
-      val onlyBuffered = !writingAhead && buffer.holds(k) &&
+      val onlyBuffered = !writingInBackground && buffer.holds(k) &&
         (buffer.hidesCommitted(key) || committedValue(k).isEmpty)
       if (onlyBuffered) buffer.forget(key) else buffer.delete(k)
-      if (writingAhead) written(k)
+      if (writingInBackground) written(k)
     }
   }
 
@@ -113,10 +113,10 @@ final class Transaction private[engine] (
       try it.foreach(_ => removed += 1) finally it.close()
       keyDelta -= removed
       buffer.deleteRange(from, until)
-      if (writingAhead) {
+      if (writingInBackground) {
         // The buffer no longer holds the rows of keys the range cleared: later hand-overs could not
         // say what to write for them. The commit writes the whole buffer, range deletes first.
-        aheadStopped = true
+        backgroundStopped = true
         dirty = new java.util.HashSet[BytesKey]()
       }
     }
@@ -145,10 +145,10 @@ final class Transaction private[engine] (
    */
   def discard(): Unit = {
     closeIterators()
-    val undoing = writingAhead
-    writingAhead = false
-    aheadAllowed = false
-    try if (undoing) engine.undoWritesAhead(this)
+    val undoing = writingInBackground
+    writingInBackground = false
+    backgroundAllowed = false
+    try if (undoing) engine.undoBackgroundWrites(this)
     finally {
       dirty = new java.util.HashSet[BytesKey]()
       buffer.clear()
@@ -165,8 +165,8 @@ final class Transaction private[engine] (
 
   /** After the engine moved the buffer into the database (an early commit): the buffer restarts empty. */
   private[engine] def afterEarlyCommit(): Unit = {
-    writingAhead = false
-    aheadAllowed = false
+    writingInBackground = false
+    backgroundAllowed = false
     dirty = new java.util.HashSet[BytesKey]()
     buffer.clear()
     probeValid = false // the committed view now includes the early-committed sub-batch
@@ -209,13 +209,13 @@ final class Transaction private[engine] (
   def changeSource: ChangeSource = buffer.changeSource
 
   /** True once the batch's writes started going to the database in the background. */
-  private[engine] def writesAhead: Boolean = writingAhead
+  private[engine] def writesInBackground: Boolean = writingInBackground
 
   /**
    * What the commit still writes: the rows of the keys written since the last hand-over, or, after
    * a range delete stopped the hand-overs, every change again (range deletes first, then every row).
    */
-  private[engine] def notHandedOver(): Iterator[ChangeRecord] = if (aheadStopped) changes else handOver().iterator
+  private[engine] def notHandedOver(): Iterator[ChangeRecord] = if (backgroundStopped) changes else handOver().iterator
 
   /**
    * At commit: the background writes are finished and the version is written; the next batch
@@ -223,20 +223,20 @@ final class Transaction private[engine] (
    * and its kept rows are the commit's undo now, counted as such.
    */
   private[engine] def afterCommit(): Unit = {
-    writingAhead = false
-    aheadAllowed = false
+    writingInBackground = false
+    backgroundAllowed = false
     reads.clear()
     heapClaim.foreach(_.close())
   }
 
   // The buffer as it is now (its net changes, no range delete yet) is the first hand-over.
-  private def startWritingAhead(): Unit = {
-    writingAhead = true
-    engine.writeAhead(this, buffer.changes.toVector)
+  private def startBackgroundWrites(): Unit = {
+    writingInBackground = true
+    engine.writeInBackground(this, buffer.changes.toVector)
   }
 
   private def written(key: BytesKey): Unit =
-    if (!aheadStopped && dirty.add(key) && dirty.size >= backgroundRows) engine.writeAhead(this, handOver())
+    if (!backgroundStopped && dirty.add(key) && dirty.size >= backgroundRows) engine.writeInBackground(this, handOver())
 
   /** The buffered rows of the keys written since the last hand-over, read now (the buffer is this thread's). */
   private def handOver(): Vector[ChangeRecord] = {
@@ -246,8 +246,8 @@ final class Transaction private[engine] (
         case Some(BufferedWrite.Value(v)) => ChangeRecord.Put(key.bytes, v)
         case Some(BufferedWrite.Tombstone) => ChangeRecord.Delete(key.bytes)
         // Keys leave the buffer only by a range delete, which stops the hand-overs, or by `forget`,
-        // which is off while writing ahead.
-        case None => throw new IllegalStateException("txstate: a key written ahead left the buffer")
+        // which is off while writing in the background.
+        case None => throw new IllegalStateException("txstate: a key written in the background left the buffer")
       })
     }
     dirty = new java.util.HashSet[BytesKey]()

@@ -41,7 +41,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   private var inFlightVersion: Option[Long] = None
   // The open version whose writes go to the database in the background (docs/ARCHITECTURE.md,
   // "Background writes"): the database holds part of it, under the in-flight marker.
-  private var writingAheadOf: Option[Long] = None
+  private var backgroundWriteOf: Option[Long] = None
   private val background = new BackgroundWrites
   private val views = new ViewPublisher
   // This store's part of the executor's hot-state cache: it mirrors what `database.get` answers, so
@@ -60,7 +60,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   def committed: CommitPoint = committedPoint
 
   /** Set when a multi-write sequence was interrupted: the data is not exactly any version. */
-  def inFlight: Option[Long] = inFlightVersion.orElse(writingAheadOf)
+  def inFlight: Option[Long] = inFlightVersion.orElse(backgroundWriteOf)
 
   /** Point keys the last rollback read from its snapshot: those whose stored rows its batch had not read. */
   private[engine] def keysReadBackByLastRollback: Int = undo.keysReadBackByLastRollback
@@ -154,16 +154,16 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     val format = RowFormat.of(point)
     def write(clearsInFlight: Boolean): Unit =
       writeChanges(cache.telling(tx.changes, format), Long.MaxValue, format)(finishVersion(point, tx.indexCut, clearsInFlight))
-    if (tx.writesAhead) {
+    if (tx.writesInBackground) {
       writing(background.await())
       // The rows not handed over yet, or all of them again (the same rows) if the format differs.
       val rest = if (format == openVersionFormat(tx)) tx.notHandedOver() else tx.changes
       val keep = !timeIndex.dropping(committedPoint, point)
-      undo.keepingUndoOfWritesAhead(tx, committedPoint, keep) {
+      undo.keepingUndoOfBackgroundWrites(tx, committedPoint, keep) {
         writeChanges(rest, Long.MaxValue, format)(finishVersion(point, tx.indexCut, clearsInFlight = true))
       }
       cache.tell(tx.changes, format) // the rows are written: keys already cached get them
-      writingAheadOf = None
+      backgroundWriteOf = None
     } else if (undo.holdsEarlyCommits) {
       // The version's early commits are in the database already; this write finishes it and clears
       // the in-flight marker atomically. Such a version keeps no undo: a re-run rebuilds instead.
@@ -203,9 +203,9 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
     ensureCurrent(tx)
     // Background writes so far end here: this write holds every row of the buffer again (its net
     // changes), and the snapshot they kept becomes the one the early commits undo to.
-    if (writingAheadOf.isDefined) {
+    if (backgroundWriteOf.isDefined) {
       writing(background.await())
-      writingAheadOf = None
+      backgroundWriteOf = None
     }
     undo.beforeEarlyCommit(database)
     val version = tx.base.version + 1
@@ -220,14 +220,14 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
    * first hand-over of a version keeps a snapshot of the committed version (what an abort restores)
    * and writes the in-flight marker with its rows: a partly written version is never taken for one.
    */
-  private[engine] def writeAhead(tx: Transaction, changes: Iterable[ChangeRecord]): Unit = {
+  private[engine] def writeInBackground(tx: Transaction, changes: Iterable[ChangeRecord]): Unit = {
     ensureCurrent(tx)
     val db = database
     val version = tx.base.version + 1
-    val first = writingAheadOf.isEmpty
+    val first = backgroundWriteOf.isEmpty
     if (first) {
-      undo.beforeWritesAhead(db)
-      writingAheadOf = Some(version)
+      undo.beforeBackgroundWrites(db)
+      backgroundWriteOf = Some(version)
     }
     val format = openVersionFormat(tx)
     val options = lifetime.writeOptions
@@ -245,15 +245,15 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
    * ranges the buffer touched), then each of them gets back its committed rows from the snapshot
    * taken before the first hand-over, and the in-flight marker goes.
    */
-  private[engine] def undoWritesAhead(tx: Transaction): Unit = writingAheadOf.foreach { version =>
-    writingAheadOf = None
+  private[engine] def undoBackgroundWrites(tx: Transaction): Unit = backgroundWriteOf.foreach { version =>
+    backgroundWriteOf = None
     // Until the undo is done the database is not any version: if it fails, it stays marked so.
     try writing {
       background.await()
       writeChanges(tx.changes, options.replayChunkBytes, openVersionFormat(tx))(_ => ())
       // Rare (an aborted big batch): the cache forgets the whole store rather than each key.
       cache.forgetAll()
-      undo.undoWritesAhead(tx.touchedKeys, options.replayChunkBytes)(CommitMarkers.clearInFlight(database, _))
+      undo.undoBackgroundWrites(tx.touchedKeys, options.replayChunkBytes)(CommitMarkers.clearInFlight(database, _))
     }
     catch { case e: Throwable => inFlightVersion = Some(version); throw e }
   }
@@ -357,7 +357,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   /** Closes once; a close flush the disk refused is returned, its writes dropped (see [[DatabaseLifetime.close]]). */
   def closeReportingDroppedFlush(): Option[RocksDBException] = lifetime.close {
     background.abandon() // no write may still run on a database being closed
-    writingAheadOf = None
+    backgroundWriteOf = None
     cache.close()
     undo.releaseAll()
   }
@@ -385,7 +385,7 @@ final class TxEngine private (val dir: File, val options: EngineOptions, sharedC
   /** Before the database closes: what was kept of it (snapshots, index state, cached rows) goes. */
   private def forgetDatabase(): Unit = {
     background.abandon()
-    writingAheadOf = None
+    backgroundWriteOf = None
     undo.releaseAll()
     timeIndex.forgetBuilt()
     cache.forgetAll()

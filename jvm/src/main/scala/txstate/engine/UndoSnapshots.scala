@@ -17,7 +17,7 @@ import txstate.compat.ScalaLibrary.Using
  *   the first one: [[undoEarlyCommits]] restores it, and the version's final commit gives it up.
  *
  * - while the open version's writes go to the database in the background, the snapshot of the
- *   committed version taken before the first: an abort restores it ([[undoWritesAhead]]), and the
+ *   committed version taken before the first: an abort restores it ([[undoBackgroundWrites]]), and the
  *   commit keeps it as its undo.
  *
  * Invariant: at most one snapshot is kept, or two while a version writes in the background (its
@@ -47,7 +47,7 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
   def committedBefore: Option[CommitPoint] = guarded {
     kept match {
       case Kept.LastCommit(_, undo, _) => Some(undo.previous)
-      case Kept.BeforeWritesAhead(_, _, Some(Kept.LastCommit(_, undo, _))) => Some(undo.previous)
+      case Kept.BeforeBackgroundWrites(_, _, Some(Kept.LastCommit(_, undo, _))) => Some(undo.previous)
       case _ => None
     }
   }
@@ -86,7 +86,7 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
   def beforeEarlyCommit(database: LocalDatabase): Unit = guarded {
     kept match {
       case _: Kept.BeforeEarlyCommits => ()
-      case Kept.BeforeWritesAhead(db, before, lastCommit) =>
+      case Kept.BeforeBackgroundWrites(db, before, lastCommit) =>
         kept = Kept.BeforeEarlyCommits(db, before) // the same committed view; the last commit's undo goes
         lastCommit.foreach(release)
       case _ =>
@@ -99,24 +99,24 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
    * Before a version's first background write: the committed view is kept, and so is the last
    * commit's undo until this version commits (an abort leaves the last commit undoable).
    */
-  def beforeWritesAhead(database: LocalDatabase): Unit = guarded {
+  def beforeBackgroundWrites(database: LocalDatabase): Unit = guarded {
     val lastCommit = kept match {
       case l: Kept.LastCommit => Some(l)
       case _ => releaseAll(); None
     }
-    kept = Kept.BeforeWritesAhead(database, database.db.getSnapshot, lastCommit)
+    kept = Kept.BeforeBackgroundWrites(database, database.db.getSnapshot, lastCommit)
   }
 
   /**
    * Runs `write`, the last write of a version whose other writes went to the database in the
    * background, and keeps the undo of the whole version: the snapshot taken before the first of
    * them, the keys `tx` touched and the stored rows it read. If `write` fails, the snapshot stays
-   * for the abort that follows ([[undoWritesAhead]]).
+   * for the abort that follows ([[undoBackgroundWrites]]).
    */
-  def keepingUndoOfWritesAhead(tx: Transaction, previous: CommitPoint, keep: Boolean)(write: => Unit): Unit =
+  def keepingUndoOfBackgroundWrites(tx: Transaction, previous: CommitPoint, keep: Boolean)(write: => Unit): Unit =
     guarded {
       kept match {
-        case Kept.BeforeWritesAhead(database, snapshot, lastCommit) =>
+        case Kept.BeforeBackgroundWrites(database, snapshot, lastCommit) =>
           write
           kept = Kept.Empty
           lastCommit.foreach(release)
@@ -130,9 +130,9 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
    * Undoes a version's background writes (all of them written by now): each key or range in
    * `touched` gets back what the snapshot from before the first one holds; `last` adds the marker writes.
    */
-  def undoWritesAhead(touched: TouchedKeys, chunkBytes: Long)(last: WriteBatch => Unit): Unit = guarded {
+  def undoBackgroundWrites(touched: TouchedKeys, chunkBytes: Long)(last: WriteBatch => Unit): Unit = guarded {
     kept match {
-      case Kept.BeforeWritesAhead(database, before, lastCommit) =>
+      case Kept.BeforeBackgroundWrites(database, before, lastCommit) =>
         val keys = touched.points.iterator.map(Left(_)) ++ touched.ranges.iterator.map(Right(_))
         restore(database, before, Nil, keys, chunkBytes, None)(last)
         kept = lastCommit.getOrElse(Kept.Empty)
@@ -210,7 +210,7 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
     was match {
       case l: Kept.LastCommit => release(l)
       case Kept.BeforeEarlyCommits(database, before) => database.db.releaseSnapshot(before)
-      case Kept.BeforeWritesAhead(database, before, lastCommit) =>
+      case Kept.BeforeBackgroundWrites(database, before, lastCommit) =>
         try database.db.releaseSnapshot(before) finally lastCommit.foreach(release)
       case Kept.Empty => ()
     }
@@ -228,8 +228,8 @@ private[engine] final class UndoSnapshots(dir: File, cache: CacheHandOff, writeO
           kept = Kept.Empty
           release(l)
           true
-        case Kept.BeforeWritesAhead(database, before, Some(l)) if l.claim.contains(claim) =>
-          kept = Kept.BeforeWritesAhead(database, before, None) // an abort of the open version then keeps no undo
+        case Kept.BeforeBackgroundWrites(database, before, Some(l)) if l.claim.contains(claim) =>
+          kept = Kept.BeforeBackgroundWrites(database, before, None) // an abort of the open version then keeps no undo
           release(l)
           true
         case _ => false
@@ -315,7 +315,7 @@ private[engine] object UndoSnapshots {
     final case class LastCommit(database: LocalDatabase, undo: Undo, claim: Option[HeapClaim]) extends Kept
     final case class BeforeEarlyCommits(database: LocalDatabase, snapshot: Snapshot) extends Kept
     /** The committed view before a version's background writes, and the last commit's undo while it lasts. */
-    final case class BeforeWritesAhead(database: LocalDatabase, snapshot: Snapshot, lastCommit: Option[LastCommit])
+    final case class BeforeBackgroundWrites(database: LocalDatabase, snapshot: Snapshot, lastCommit: Option[LastCommit])
       extends Kept
   }
 }

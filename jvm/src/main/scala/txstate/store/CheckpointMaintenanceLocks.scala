@@ -7,8 +7,8 @@ import org.apache.hadoop.fs.Path
 
 /**
  * One lock per store checkpoint directory in this JVM, for the maintenance that writes or deletes
- * there: a snapshot upload and a cleanup round (docs/ARCHITECTURE.md, "A cleanup elsewhere during
- * a load").
+ * there: a snapshot upload and a cleanup round (docs/ARCHITECTURE.md, "Load paths"):
+ * a load whose files a cleanup elsewhere deleted under it rebuilds instead.
  *
  * Two instances of one store can live in one executor at once: Spark 4.1+ runs the maintenance of
  * a provider it unloads while the query's next provider already works on the same store. An upload
