@@ -345,7 +345,7 @@ bench-store-quick: $(JARS_BUILT)
 bench-store: $(JARS_BUILT)
 	$(SBT) "bench/runMain txstate.bench.StoreBench --full"
 
-# Storage format 2 vs format 1 (target: within 5% of format 1's updates/s) and TTL expiry (issue 14).
+# Storage format 2 vs format 1 (target: within 5% of format 1's updates/s) and the cost of TTL expiry.
 bench-format-quick: $(JARS_BUILT)
 	$(SBT) "bench/runMain txstate.bench.FormatBench --quick"
 

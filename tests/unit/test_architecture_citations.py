@@ -23,9 +23,8 @@ def test_every_citation_of_architecture_names_one_of_its_headings():
             continue
         # a citation may wrap onto the next comment line: join lines, dropping comment markers
         text = re.sub(r"\n\s*(\*|#|//)?\s*", " ", path.read_text(errors="replace"))
-        for name in CITATION.findall(text):
-            name = name.strip()
-            if name == "<section>" or not any(h.startswith(name) or name.startswith(h) for h in headings):
-                if name != "<section>":
-                    missing.append(f"{path.relative_to(ROOT)}: {name!r}")
+        for name in (found.strip() for found in CITATION.findall(text)):
+            # "<section>" is the placeholder of the comment that says how to cite
+            if name != "<section>" and not any(h.startswith(name) or name.startswith(h) for h in headings):
+                missing.append(f"{path.relative_to(ROOT)}: {name!r}")
     assert not missing, "citations of docs/ARCHITECTURE.md with no such heading:\n" + "\n".join(missing)
