@@ -66,7 +66,7 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: publish-local demo demo-jar docs test test-jvm test-python test-soak-short test-lane-two test-lane-three test-upgrade jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
+.PHONY: publish-local demo demo-jar docs test test-jvm test-python test-soak-short test-lane-two jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
 	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-fresh-app bench-memory bench-memory-quick bench-plots \
 	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
 	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak stress storm
@@ -128,25 +128,23 @@ demo-jar: $(VENV)/.installed
 # The older lines' venvs install (mostly download and disk, little CPU) while sbt and pytest run.
 # The JVM side is one sbt run (each start of sbt loads the build's settings for half a minute or more):
 # the Scala tests, conformance, every line's jar and the newest line's test classpath for the DFS
-# cluster, in the order test-jvm, conformance and test-python would run them. Then three lanes of
-# pytest run side by side, since one keeps only about three of every four core-seconds busy (Spark's
-# driver waits on its tasks, the tests on batches), so two lanes left a quarter of the machine idle:
-# the newest line's tests but LANE_TWO and LANE_THREE; LANE_TWO then the oldest line; the lines
-# between it and the newest, then LANE_THREE. Each of the other two lanes' output goes to its log in
-# target/ and is printed when all three end.
+# cluster, in the order test-jvm, conformance and test-python would run them. Then two lanes of pytest
+# run side by side, since one keeps only about three of every four core-seconds busy (Spark's driver
+# waits on its tasks, the tests on batches); more lanes would only slow each other, since two already
+# keep both cores busy. The lanes: the newest line's tests but LANE_TWO, and LANE_TWO followed by the
+# older lines (--keep-going: a failure of one does not skip the other). The second lane's output goes
+# to target/test-lines.log and is printed when both end.
 test: $(VENV)/.installed
 	@mkdir -p target
 	$(MAKE) --no-print-directory older-venvs > target/older-venvs.log 2>&1 & venvs=$$!; \
 	  $(MAKE) --no-print-directory docs jvm-all wheel; status=$$?; \
 	  wait $$venvs || { cat target/older-venvs.log; echo "make test: installing the older lines' venvs failed" >&2; exit 1; }; \
 	  [ $$status -eq 0 ] || exit $$status; \
-	  $(MAKE) --no-print-directory --keep-going test-lane-two test-lines LINES_OF_LANE="$(firstword $(OLDER_LINES))" > target/test-lane-two.log 2>&1 & two=$$!; \
-	  $(MAKE) --no-print-directory --keep-going test-lines test-lane-three LINES_OF_LANE="$(wordlist 2,99,$(OLDER_LINES))" > target/test-lane-three.log 2>&1 & three=$$!; \
-	  $(MAKE) --no-print-directory test-python PYTEST_ELSEWHERE="$(addprefix --ignore=,$(LANE_TWO) $(LANE_THREE))"; newest=$$?; \
-	  wait $$two; second=$$?; wait $$three; third=$$?; cat target/test-lane-two.log target/test-lane-three.log; \
-	  [ $$second -eq 0 ] || echo "make test: the second lane (the short soak, HDFS, Spark $(firstword $(OLDER_LINES))) failed (target/test-lane-two.log)" >&2; \
-	  [ $$third -eq 0 ] || echo "make test: the third lane (Spark $(wordlist 2,99,$(OLDER_LINES)), then $(LANE_THREE)) failed (target/test-lane-three.log)" >&2; \
-	  [ $$newest -eq 0 ] && [ $$second -eq 0 ] && [ $$third -eq 0 ]
+	  $(MAKE) --no-print-directory --keep-going test-lane-two test-lines > target/test-lines.log 2>&1 & lines=$$!; \
+	  $(MAKE) --no-print-directory test-python PYTEST_ELSEWHERE="$(addprefix --ignore=,$(LANE_TWO))"; newest=$$?; \
+	  wait $$lines; older=$$?; cat target/test-lines.log; \
+	  [ $$older -eq 0 ] || echo "make test: the short soak or the older lines' tests failed (target/test-lines.log)" >&2; \
+	  [ $$newest -eq 0 ] && [ $$older -eq 0 ]
 
 # The user guide, built as CI builds it: --strict fails on a broken link or a page missing from the
 # nav (a few seconds). Open target/site/index.html.
@@ -187,21 +185,17 @@ $(PUBLISHED): $(JARS_BUILT)
 # The whole pytest suite on the newest line.
 # tests/test_s3.py needs a session of its own (s3a on the driver's classpath): `make test-s3`.
 # tests/test_spark_upgrade.py runs the older lines' venvs, which install meanwhile: `make test-lines`.
-# PYTEST_ELSEWHERE: what make test runs in its other lanes. LANE_TWO (the short soak, the HDFS tests
-# and native-memory tests, an executor killed under TTL) runs before the oldest line, LANE_THREE (the
-# bounded-memory tests) after the lines between it and the newest and the upgrade path; each lane then takes about as long
-# as what stays in the first. --durations=0 lists every test's time, to rebalance them.
+# PYTEST_ELSEWHERE: what make test runs in its other lane (LANE_TWO: the short soak and the HDFS
+# tests, which with the older lines fill about as long as the rest of the newest line's suite).
+# --durations=0 lists every test's time, to rebalance the lanes.
 SOAK_SHORT := tests/test_soak_short.py
-LANE_TWO := $(SOAK_SHORT) tests/test_hdfs.py tests/test_ttl_executor_failure.py tests/test_native_memory.py
-LANE_THREE := tests/test_bounded_memory.py
+LANE_TWO := $(SOAK_SHORT) tests/test_hdfs.py
 test-python: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH) $(PUBLISHED)
 	$(VPY) -m pytest tests --ignore=tests/test_s3.py --ignore=tests/test_spark_upgrade.py $(PYTEST_ELSEWHERE) --durations=0
 test-soak-short: $(JARS_BUILT) $(WHEEL)
 	$(VPY) -m pytest $(SOAK_SHORT)
 test-lane-two: $(JARS_BUILT) $(WHEEL) $(DFS_CLASSPATH)
 	$(VPY) -m pytest $(LANE_TWO) --durations=0
-test-lane-three: $(JARS_BUILT) $(WHEEL)
-	$(VPY) -m pytest $(LANE_THREE) --durations=0
 
 # The unit tests alone (tests/unit: no JVM, no Spark session, no jar), in about a second; also part
 # of test-python.
@@ -264,12 +258,8 @@ FULL_LINES := $(wordlist 1,2,$(OLDER_LINES))
 line_pytest = py=$(CURDIR)/$(VENV)-$(1)/bin/python; \
   echo "== pytest on Spark $(1) ($$($$py -c 'import pyspark; print(pyspark.__version__)'))"; \
   TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(1)) PYSPARK_PYTHON=$$py PYSPARK_DRIVER_PYTHON=$$py $$py -m pytest $(2);
-# LINES_OF_LANE: the older lines to run (make test runs them in two lanes), all of them by default.
-LINES_OF_LANE := $(OLDER_LINES)
-test-lines: $(JARS_BUILT) $(WHEEL) $(PUBLISHED) $(foreach line,$(LINES_OF_LANE),$(VENV)-$(line)/.installed)
-	set -e; $(foreach line,$(LINES_OF_LANE),$(call line_pytest,$(line),$(if $(filter $(line),$(FULL_LINES)),$(LINE_TESTS),$(LINE_CORE_TESTS)) $(if $(filter $(line),$(PUBLISHED_LINES)),$(PUBLISHED_LINE_TESTS))))
-	$(if $(filter $(lastword $(OLDER_LINES)),$(lastword $(LINES_OF_LANE))),$(MAKE) --no-print-directory test-upgrade)
-test-upgrade: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
+test-lines: $(JARS_BUILT) $(WHEEL) $(PUBLISHED) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
+	set -e; $(foreach line,$(OLDER_LINES),$(call line_pytest,$(line),$(if $(filter $(line),$(FULL_LINES)),$(LINE_TESTS),$(LINE_CORE_TESTS)) $(if $(filter $(line),$(PUBLISHED_LINES)),$(PUBLISHED_LINE_TESTS))))
 	@echo "== the upgrade path: a checkpoint of Spark 3.5 restarted on 4.0 and 4.3"
 	$(VPY) -m pytest tests/test_spark_upgrade.py
 test-lines-full: $(JARS_BUILT) $(WHEEL) $(foreach line,$(OLDER_LINES),$(VENV)-$(line)/.installed)
