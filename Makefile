@@ -55,7 +55,7 @@ S3_CLASSPATH := target/s3a-classpath.txt
 VPY := $(call venv_of,$(LINE))/bin/python
 WHEEL := dist/txstate_spark-$(VERSION)-py3-none-any.whl
 # The settings' specification, read by both halves (the jar carries a copy the build makes).
-SETTINGS_SPEC := python/txstate_spark/settings.json
+SETTINGS_SPEC := python/txstate_spark/settings/settings.json
 PY_SOURCES := $(shell find python -name '*.py' -not -path '*/build/*' 2>/dev/null) $(SETTINGS_SPEC)
 SCALA_SOURCES := $(shell find jvm -name '*.scala' 2>/dev/null) build.sbt VERSION project/build.properties \
 	project/SparkLines.scala project/LineProjects.scala project/spark-lines.tsv project/spark-lines-preview.tsv $(SETTINGS_SPEC)

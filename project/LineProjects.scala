@@ -168,7 +168,7 @@ object LineProjects extends AutoPlugin {
         // package that reads it, the jar a copy made here (txstate.spark.SettingSpec reads it).
         Compile / resourceGenerators += Def.task {
           val spec = (Compile / resourceManaged).value / "txstate-settings.json"
-          IO.copyFile(repoDir.value / "python/txstate_spark/settings.json", spec)
+          IO.copyFile(repoDir.value / "python/txstate_spark/settings/settings.json", spec)
           Seq(spec)
         }.taskValue
       )

@@ -31,7 +31,7 @@ from harness.streaming_harness import (
 from test_operator_equivalence import OPERATOR_CASES
 from test_snapshots_and_recovery import KEYS, counting_batches, counting_case
 from txstate_spark import TxStateCheckpointError, inspect, verify
-from txstate_spark.__main__ import main
+from txstate_spark.cli import main
 
 BATCHES = 8
 RETAIN = 3  # the harness's spark.sql.streaming.minBatchesToRetain, which Spark does not record

@@ -176,21 +176,27 @@ def test_wheel_bundles_every_lines_built_jar_and_typing_marker() -> None:
 
 def check_package_modules(names: Set[str], wheel_name: str) -> None:
     """The wheel holds the package's modules and typing marker, and no demo."""
-    for module in ("__init__", "__main__", "jar", "session", "settings", "spark_line", "submit", "_version"):
+    for module in ("__init__", "__main__", "jar", "jvm_gateway", "session", "spark_line", "submit", "_version"):
         assert f"txstate_spark/{module}.py" in names
     assert "txstate_spark/py.typed" in names
-    assert "txstate_spark/settings.json" in names, f"{wheel_name} lacks the settings' specification"
-    for module in ("__init__", "bounds", "conversion", "gateway", "queries", "request", "results", "store"):
-        assert f"txstate_spark/query/{module}.py" in names, f"the wheel lacks txstate_spark.query.{module}"
+    assert "txstate_spark/settings/settings.json" in names, f"{wheel_name} lacks the settings' specification"
+    rooms = {
+        "cli": ("__init__", "inspect", "jar", "migrate", "options", "serve", "verify"),
+        "query": ("__init__", "bounds", "conversion", "gateway", "queries", "request", "results", "store"),
+        "settings": ("__init__", "names", "spec", "values"),
+    }
+    for room, modules in rooms.items():
+        for module in modules:
+            assert f"txstate_spark/{room}/{module}.py" in names, f"the wheel lacks txstate_spark.{room}.{module}"
     demos = sorted(n for n in names if "demo" in n.lower())
     assert not demos, f"{wheel_name} ships the demo ({demos}): it belongs to the repository's demo/ folder"
 
 
 def test_the_jar_and_the_wheel_carry_the_one_settings_specification() -> None:
-    # One file in the repository (python/txstate_spark/settings.json); the build copies it into each jar.
-    spec = (PYTHON_SRC / "txstate_spark" / "settings.json").read_bytes()
+    # One file in the repository (python/txstate_spark/settings/settings.json); the build copies it into each jar.
+    spec = (PYTHON_SRC / "txstate_spark" / "settings" / "settings.json").read_bytes()
     with zipfile.ZipFile(built_wheel()) as wheel:
-        assert wheel.read("txstate_spark/settings.json") == spec, f"{WHEEL.name} is stale: run `make wheel`"
+        assert wheel.read("txstate_spark/settings/settings.json") == spec, f"{WHEEL.name} is stale: run `make wheel`"
     for line in LINES:
         with zipfile.ZipFile(REPO / "target" / jar_name(line)) as jar:
             assert jar.read("txstate-settings.json") == spec, f"{jar_name(line)} is stale: run `make jar`"
@@ -624,7 +630,7 @@ def test_python_knows_exactly_the_settings_the_jar_defines(session_from_installe
     if not result["jar_has_provider"]:
         pytest.skip(f"{PROVIDER_ENTRY} is not in {JAR_NAME} yet, so neither is TxStateConf")
     assert sorted(KNOWN_SETTINGS) == result["jvm_settings"], (
-        "python/txstate_spark/settings.py KNOWN_SETTINGS differs from TxStateConf.settings in the jar: "
+        "python/txstate_spark/settings/names.py KNOWN_SETTINGS differs from TxStateConf.settings in the jar: "
         "update KNOWN_SETTINGS, conf/spark-defaults.conf.example and docs/reference/settings.md together"
     )
 

@@ -14,6 +14,12 @@ wheel bundles). This package only finds that jar and wires it into Spark:
   one jar per Spark line, picked for the Spark that will run (:func:`supported_lines`).
 
 Importing this package does not import pyspark.
+
+The modules here are the public API and what it stands on (``jar``, ``session``, ``submit``,
+``migration``, ``inspection``, ``verification``, ``errors``, ``constants``); the rooms are
+``txstate_spark.query`` (the query client and followers), ``txstate_spark.settings`` (the settings'
+specification, names and values), ``txstate_spark.cli`` (``python -m txstate_spark``) and
+``txstate_spark.jvm_gateway`` (how migrate, inspect and verify reach the driver JVM).
 """
 
 from txstate_spark._version import __version__
@@ -32,7 +38,8 @@ from txstate_spark.jar import jar_path, supported_lines
 from txstate_spark.migration import MigrationReport, migrate
 from txstate_spark.query.follower import Follower, FollowerLag, follow
 from txstate_spark.session import configure
-from txstate_spark.settings import KNOWN_SETTINGS, setting_key, spark_settings
+from txstate_spark.settings.names import KNOWN_SETTINGS, setting_key
+from txstate_spark.settings.values import spark_settings
 from txstate_spark.submit import submit_args
 from txstate_spark.verification import Verification, verify
 

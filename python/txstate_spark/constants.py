@@ -2,7 +2,7 @@
 
 from typing import Final
 
-from txstate_spark.setting_spec import PREFIX
+from txstate_spark.settings.spec import PREFIX
 
 #: The state store provider class inside the txstate-spark jar.
 PROVIDER_CLASS: Final = "txstate.spark.TxStateStoreProvider"
@@ -17,7 +17,7 @@ PLUGIN_CLASS: Final = "txstate.spark.TxStatePlugin"
 PLUGINS_KEY: Final = "spark.plugins"
 
 #: Every txstate setting is ``SETTINGS_PREFIX + <camelCaseName>`` (``spark.sql.streaming.stateStore.txstate.``,
-#: from the settings' specification, settings.json).
+#: from the settings' specification, settings/settings.json).
 SETTINGS_PREFIX: Final = PREFIX
 
 #: Environment variable naming the jar to use instead of the one bundled in the wheel.

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
-from txstate_spark.operate_gateway import ProgressCallback, call, session_for
+from txstate_spark.jvm_gateway import ProgressCallback, call_operate, session_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -141,4 +141,5 @@ def inspect(
         TxStateCheckpointError: ``checkpoint`` is not a streaming query's checkpoint.
     """
     with session_for(spark) as session:
-        return CheckpointInspection.from_json(call(session, "inspect", {"checkpoint": str(checkpoint)}, progress))
+        answer = call_operate(session, "inspect", {"checkpoint": str(checkpoint)}, progress)
+        return CheckpointInspection.from_json(answer)

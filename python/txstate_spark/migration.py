@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from txstate_spark.errors import TxStateMigrationError
-from txstate_spark.jvm_calls import ProgressCallback, driver_class, progress_polled
-from txstate_spark.query.gateway import txstate_error_message
+from txstate_spark.jvm_gateway import ProgressCallback, driver_class, progress_polled, txstate_error_message
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -10,7 +10,7 @@ from txstate_spark.constants import PLUGINS_KEY, PROVIDER_CLASS, PROVIDER_CLASS_
 from txstate_spark.errors import TxStateConfigurationError
 from txstate_spark.jar import jar_path
 from txstate_spark.plugins import with_plugin
-from txstate_spark.settings import Count, Duration, Size, spark_settings
+from txstate_spark.settings.values import Count, Duration, Size, spark_settings
 from txstate_spark.submit import submit_flags
 
 if TYPE_CHECKING:

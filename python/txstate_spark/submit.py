@@ -7,7 +7,7 @@ from typing import List, Mapping, Optional
 from txstate_spark.constants import PLUGINS_KEY
 from txstate_spark.jar import jar_path
 from txstate_spark.plugins import with_plugin
-from txstate_spark.settings import Duration, spark_settings
+from txstate_spark.settings.values import Duration, spark_settings
 
 
 def submit_args(spark: Optional[str] = None, *, scala: Optional[str] = None,

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
-from txstate_spark.operate_gateway import ProgressCallback, call, session_for
+from txstate_spark.jvm_gateway import ProgressCallback, call_operate, session_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -111,4 +111,4 @@ def verify(
     if min_batches_to_retain is not None:
         options["minBatchesToRetain"] = int(min_batches_to_retain)
     with session_for(spark) as session:
-        return Verification.from_json(call(session, "verify", options, progress))
+        return Verification.from_json(call_operate(session, "verify", options, progress))

@@ -17,9 +17,9 @@ from typing import Iterator, List, Tuple
 
 import pytest
 
-from txstate_spark.__main__ import _parser
+from txstate_spark.cli import build_parser
 from txstate_spark.constants import PROVIDER_CLASS, PROVIDER_CLASS_KEY
-from txstate_spark.settings import checked_spark_conf
+from txstate_spark.settings.values import checked_spark_conf
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("README.md", "docs/getting-started.md")
@@ -73,7 +73,7 @@ def test_a_documented_command_runs_as_written(page: str, command: str) -> None:
                     "it in COVERED")
     for args in module_calls(command):
         try:
-            _parser().parse_args(args)
+            build_parser().parse_args(args)
         except SystemExit as exit:  # argparse's way to refuse (exit 2) or to print --help (exit 0)
             pytest.fail(f"{page}: `{command}`: python -m txstate_spark refuses {args} (exit {exit.code})")
     if words is not None:  # spark-submit: its settings as the jar will read them, and the provider selected

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Dict, List, Set
 
-from txstate_spark.__main__ import _parser
-from txstate_spark.setting_spec import SETTINGS
+from txstate_spark.cli import build_parser
+from txstate_spark.settings.spec import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "reference"
@@ -42,7 +42,7 @@ def test_the_settings_page_lists_every_setting_of_the_specification_as_it_says()
     page = (REFERENCE / "settings.md").read_text()
     rows = {row[0].strip("`"): row for row in table_rows(page) if row[0].startswith("`spark.sql.streaming")}
     assert sorted(rows) == sorted(s.key for s in SETTINGS.values()), (
-        "docs/reference/settings.md must have one row per setting of python/txstate_spark/settings.json")
+        "docs/reference/settings.md must have one row per setting of python/txstate_spark/settings/settings.json")
     for setting in SETTINGS.values():
         _, default, takes, example, meaning = rows[setting.key]
         expected_default = f"`{setting.default}`" if setting.default is not None else "computed (see meaning)"
@@ -98,7 +98,7 @@ def test_the_error_page_explains_every_error_code_and_no_other() -> None:
 
 def parser_flags() -> Dict[str, Set[str]]:
     """The flags (and the CHECKPOINT argument) of each ``python -m txstate_spark`` command."""
-    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     flags = {}
     for name, parser in commands.choices.items():
         flags[name] = set()
@@ -126,4 +126,4 @@ def test_serve_forwards_exactly_the_flags_the_serving_jvm_reads() -> None:
     assert known is not None
     jvm_flags = set(re.findall(r'"(--[\w-]+)"', known.group(1))) | {"--conf"}
     python_flags = parser_flags()["serve"] - {"CHECKPOINT", "--java-option"}
-    assert python_flags == jvm_flags, "serve_cli.py and ServeOptions.scala disagree on serve's flags"
+    assert python_flags == jvm_flags, "cli/serve.py and ServeOptions.scala disagree on serve's flags"

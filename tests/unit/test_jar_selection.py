@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import txstate_spark.jar as jar_module
-from txstate_spark.__main__ import main
+from txstate_spark.cli import main
 from txstate_spark._version import __version__
 from txstate_spark.errors import TxStateJarNotFoundError, TxStateUnsupportedSparkError
 from txstate_spark.spark_line import SparkVersion

@@ -14,16 +14,16 @@ with that message (the Java stack trace is dropped); anything else is a bug and 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Tuple
 
 from txstate_spark.errors import StateQueryError
+from txstate_spark.jvm_gateway import txstate_error_message
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 GATEWAY_CLASS = "txstate.query.ProtocolCalls"
 SOURCE_FORMAT = "txstate"
-_ERROR_MARK = "[TXSTATE_"
 
 
 def gateway_for(spark: "SparkSession") -> "QueryGateway":
@@ -109,34 +109,6 @@ def _gateway_class(jvm: Any) -> Any:
     _GATEWAY_CLASSES.clear()  # one driver JVM per Python process: keep only the current one
     _GATEWAY_CLASSES[id(jvm)] = (jvm, gateway)
     return gateway
-
-
-def txstate_error_message(error: Any) -> Optional[str]:
-    """The ``[TXSTATE_...]`` message of a Py4JJavaError or of pyspark's ``CapturedException`` wrapping
-    one (or of one of its Java causes), else None."""
-    throwable = getattr(error, "java_exception", None) or getattr(error, "_origin", None)
-    seen = 0
-    while throwable is not None and seen < 10:
-        try:
-            message = throwable.getMessage()
-        except Exception:  # a dead gateway: fall back to the Python-side text
-            break
-        if message and _ERROR_MARK in str(message):
-            text = str(message)
-            return text[text.index(_ERROR_MARK):].strip()
-        throwable = throwable.getCause()
-        seen += 1
-    text = str(error)
-    if _ERROR_MARK in text:
-        text = text[text.index(_ERROR_MARK):]
-        # str(Py4JJavaError) ends with the Java stack trace: keep the message lines only.
-        lines = []
-        for line in text.splitlines():
-            if line.lstrip().startswith("at ") or line.startswith("Caused by:"):
-                break
-            lines.append(line)
-        return "\n".join(lines).strip()
-    return None
 
 
 def is_spark_connect(spark: Any) -> bool:

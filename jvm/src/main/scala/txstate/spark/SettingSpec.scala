@@ -9,9 +9,9 @@ import txstate.compat.ScalaLibrary.Using
 
 /**
  * One of our settings as the specification both halves of txstate-spark read defines it:
- * python/txstate_spark/settings.json, which the build copies into the jar as `txstate-settings.json`
+ * python/txstate_spark/settings/settings.json, which the build copies into the jar as `txstate-settings.json`
  * (the repository holds one copy). The Python package parses values by the same rules
- * (`txstate_spark.setting_spec`), and tests/fixtures/settings-cases.json runs through both, so
+ * (`txstate_spark.settings.spec`), and tests/fixtures/settings-cases.json runs through both, so
  * `configure()` and `submit-args` refuse exactly the values the jar refuses.
  *
  * @param name    the key after [[TxStateConf.prefix]] (`ttl.operator.<id>` for one operator's TTL)
@@ -73,7 +73,7 @@ final case class SettingSpec(name: String, kind: String, minimum: Long, default:
 }
 
 object SettingSpec {
-  /** Where the jar carries the specification (copied from python/txstate_spark/settings.json by the build). */
+  /** Where the jar carries the specification (copied from python/txstate_spark/settings/settings.json by the build). */
   val resource = "txstate-settings.json"
 
   private val spec: JsonNode = Using.resource(Option(classOf[SettingSpec].getClassLoader.getResourceAsStream(resource))

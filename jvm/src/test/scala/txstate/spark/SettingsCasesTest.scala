@@ -12,7 +12,7 @@ import txstate.engine.EngineOptions
 /**
  * The values of tests/fixtures/settings-cases.json through the jar's parser, each set on a real
  * SQLConf and read by TxStateConf.from as a provider reads it. The Python package runs the same
- * table (tests/unit/test_setting_cases.py): both must accept and refuse the same values, with the
+ * table (tests/unit/settings/test_setting_cases.py): both must accept and refuse the same values, with the
  * same result.
  */
 final class SettingsCasesTest extends AnyFunSuite with ProviderFixture {

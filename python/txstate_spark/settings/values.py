@@ -1,13 +1,12 @@
 """Turning options into Spark settings (``spark.sql.streaming.stateStore.txstate.*``), checked as the jar checks them.
 
 Names and values follow the specification the jar reads too (``settings.json``, see
-:mod:`txstate_spark.setting_spec`), so a bad value fails here, naming the setting, the value and a
+:mod:`txstate_spark.settings.spec`), so a bad value fails here, naming the setting, the value and a
 valid example, rather than in an executor task of the first streaming query.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from datetime import timedelta
@@ -15,7 +14,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from txstate_spark.constants import PROVIDER_CLASS, PROVIDER_CLASS_KEY, SETTINGS_PREFIX
 from txstate_spark.errors import TxStateSettingError
-from txstate_spark.setting_spec import OPERATOR_TTL, SETTINGS, Setting, duration_text
+from txstate_spark.settings.names import OPERATOR_TTL_PREFIX, setting_key
+from txstate_spark.settings.spec import OPERATOR_TTL, SETTINGS, Setting, duration_text
 
 #: A whole number: an int, or its text (``-1`` where it means no limit).
 Count = Union[int, str]
@@ -24,55 +24,7 @@ Size = Union[int, str]
 #: A duration: text with a unit (``500ms``, ``30s``, ``30min``, ``2h``, ``7d``), ``off``, or a ``timedelta``.
 Duration = Union[str, timedelta]
 
-#: Every setting the jar defines, by the name that follows the prefix (the specification's order).
-#: The one setting per operator, ``ttl.operator.<id>``, is no option name: pass ``ttl_by_operator``.
-KNOWN_SETTINGS: Tuple[str, ...] = tuple(name for name in SETTINGS if name != OPERATOR_TTL)
-
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*")
-_BY_FOLDED_NAME = {name.lower(): name for name in KNOWN_SETTINGS}
 _OPERATOR_ID = re.compile(r"[0-9]+")
-_OPERATOR_PREFIX = OPERATOR_TTL[: -len("<id>")]
-
-
-def snake_case(name: str) -> str:
-    """``blockCacheSizeMB`` -> ``block_cache_size_mb``: the keyword spelling of a setting."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
-
-
-def setting_key(name: str) -> str:
-    """Return the full Spark setting for an option name.
-
-    ``block_cache_size_mb`` and ``blockCacheSizeMB`` both give
-    ``spark.sql.streaming.stateStore.txstate.blockCacheSizeMB``; a name that already carries the
-    prefix is accepted as is. Names are matched against the settings the jar defines, so a typo
-    fails here (suggesting the closest name) rather than when the first streaming query starts.
-
-    Raises:
-        TxStateSettingError: the name is not snake_case/camelCase, or names no txstate setting.
-    """
-    short = name[len(SETTINGS_PREFIX):] if name.startswith(SETTINGS_PREFIX) else name
-    if short.startswith(_OPERATOR_PREFIX):
-        raise TxStateSettingError(
-            f"txstate option {name!r} sets the TTL of one operator: pass ttl_by_operator={{<id>: '30min'}} "
-            f"to configure(), or --ttl-operator <id>=30min to submit-args; either becomes "
-            f"{SETTINGS_PREFIX}{_OPERATOR_PREFIX}<id>."
-        )
-    if not _NAME.fullmatch(short):
-        raise TxStateSettingError(
-            f"Invalid txstate option name {name!r}: expected a snake_case or camelCase name such as "
-            f"'block_cache_size_mb' or 'blockCacheSizeMB' (it becomes {SETTINGS_PREFIX}<name>)."
-        )
-    folded = short.replace("_", "").lower()
-    known = _BY_FOLDED_NAME.get(folded)
-    if known is None:
-        close = difflib.get_close_matches(folded, _BY_FOLDED_NAME, n=1)
-        hint = f" Did you mean {_spelled_like(name, _BY_FOLDED_NAME[close[0]])!r}?" if close else ""
-        raise TxStateSettingError(
-            f"Unknown txstate option {name!r}.{hint} The txstate settings are: "
-            f"{', '.join(KNOWN_SETTINGS)} (snake_case works too, e.g. 'local_dir'); each becomes "
-            f"{SETTINGS_PREFIX}<name>."
-        )
-    return SETTINGS_PREFIX + known
 
 
 def setting_value(name: str, value: object) -> str:
@@ -111,7 +63,7 @@ def operator_ttl_settings(ttl_by_operator: Mapping[Any, object], option: str = "
                 f"txstate option {option}: {operator!r} is no operator id; an id is a whole number >= 0, the "
                 f"operator's folder under the checkpoint's state/ (e.g. {_operator_spelling(option, 0)[1]})."
             )
-        key = f"{SETTINGS_PREFIX}{_OPERATOR_PREFIX}{operator_id}"
+        key = f"{SETTINGS_PREFIX}{OPERATOR_TTL_PREFIX}{operator_id}"
         name, example = _operator_spelling(option, operator_id)
         settings[key] = _checked(SETTINGS[OPERATOR_TTL], ttl, name, key, example)
     return settings
@@ -153,8 +105,8 @@ def checked_spark_conf(conf: Iterable[Tuple[str, str]]) -> List[Tuple[str, str]]
         short = key[len(SETTINGS_PREFIX):]
         if not key.startswith(SETTINGS_PREFIX):
             checked.append((key, value))
-        elif short.startswith(_OPERATOR_PREFIX):
-            checked += operator_ttl_settings({short[len(_OPERATOR_PREFIX):]: value}, option=key).items()
+        elif short.startswith(OPERATOR_TTL_PREFIX):
+            checked += operator_ttl_settings({short[len(OPERATOR_TTL_PREFIX):]: value}, option=key).items()
         else:
             full = setting_key(key)
             checked.append((full, setting_value(key, value)))
@@ -202,17 +154,10 @@ def _operator_id(operator: object) -> Optional[int]:
 
 def _operator_spelling(option: str, operator: int) -> Tuple[str, str]:
     """One operator's TTL as the user named it, and a valid one spelled alike: a Spark setting, a flag, a mapping."""
-    key = f"{SETTINGS_PREFIX}{_OPERATOR_PREFIX}{operator}"
+    key = f"{SETTINGS_PREFIX}{OPERATOR_TTL_PREFIX}{operator}"
     example = SETTINGS[OPERATOR_TTL].example
     if option.startswith(SETTINGS_PREFIX):
         return key, f"{key}={example}"
     if option.startswith("--"):
         return f"{option} {operator}", f"{option} {operator}={example}"
     return f"{option}[{operator}]", f"{option}={{{operator}: '{example}'}}"
-
-
-def _spelled_like(used: str, known: str) -> str:
-    """``known`` as the user would have written it: in full, in snake_case, or in camelCase."""
-    if used.startswith(SETTINGS_PREFIX):
-        return SETTINGS_PREFIX + known
-    return snake_case(known) if "_" in used or used.islower() else known

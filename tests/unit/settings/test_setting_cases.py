@@ -12,10 +12,10 @@ from typing import Any, List, Tuple
 import pytest
 
 from txstate_spark import SETTINGS_PREFIX, TxStateSettingError
-from txstate_spark.setting_spec import OPERATOR_TTL, PREFIX, SETTINGS
-from txstate_spark.settings import operator_ttl_settings, setting_value
+from txstate_spark.settings.spec import OPERATOR_TTL, PREFIX, SETTINGS
+from txstate_spark.settings.values import operator_ttl_settings, setting_value
 
-CASES = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "settings-cases.json").read_text())
+CASES = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "settings-cases.json").read_text())
 VALID: List[Tuple[str, str, Any]] = [
     (name, text, parsed) for name, cases in CASES["settings"].items() for text, parsed in cases["valid"].items()]
 INVALID: List[Tuple[str, str]] = [

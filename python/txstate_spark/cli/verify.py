@@ -7,7 +7,8 @@ import json
 import sys
 from dataclasses import asdict
 
-from txstate_spark.inspect_cli import ProgressLine, add_common, refuse_missing_local_path
+from txstate_spark.cli.inspect import ProgressLine, add_common, refuse_missing_local_path
+from txstate_spark.jvm_gateway import session_for
 from txstate_spark.verification import Verification, verify
 
 
@@ -30,8 +31,6 @@ def add_verify(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from txstate_spark.operate_gateway import session_for
-
     refuse_missing_local_path(args.checkpoint)
     with session_for(None, dict(args.conf)) as spark:
         result = verify(spark, args.checkpoint, deep=args.deep, min_batches_to_retain=args.min_batches_to_retain,

@@ -103,7 +103,8 @@ def duration_text(ms: int) -> str:
 
 
 def _load() -> Tuple[str, Dict[str, str], Dict[str, int], Dict[str, int], Dict[str, Setting]]:
-    spec: Mapping[str, Any] = json.loads(resources.files("txstate_spark").joinpath("settings.json").read_text("utf-8"))
+    text = resources.files("txstate_spark.settings").joinpath("settings.json").read_text("utf-8")
+    spec: Mapping[str, Any] = json.loads(text)
     settings = {
         entry["name"]: Setting(entry["name"], entry["kind"], int(entry.get("minimum", 0)), entry["default"],
                                entry["example"], entry["meaning"])

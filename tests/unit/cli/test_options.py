@@ -11,7 +11,7 @@ from typing import Dict
 
 import pytest
 
-PYTHON_SRC = Path(__file__).resolve().parents[2] / "python"
+PYTHON_SRC = Path(__file__).resolve().parents[3] / "python"
 PREFIX = "spark.sql.streaming.stateStore.txstate."
 
 

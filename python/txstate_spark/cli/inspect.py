@@ -9,9 +9,10 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, TextIO
 
-from txstate_spark import cli_settings
+from txstate_spark.cli import options
 from txstate_spark.errors import TxStateCheckpointError
 from txstate_spark.inspection import CheckpointInspection, StoreInspection, inspect
+from txstate_spark.jvm_gateway import session_for
 
 
 def add_inspect(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -30,7 +31,7 @@ def add_inspect(commands: "argparse._SubParsersAction[argparse.ArgumentParser]")
 def add_common(parser: argparse.ArgumentParser) -> None:
     """The arguments inspect and verify share."""
     parser.add_argument("checkpoint", metavar="CHECKPOINT", help="the query's checkpointLocation (path or URI)")
-    parser.add_argument("--conf", action="append", default=[], type=cli_settings.spark_conf, metavar="KEY=VALUE",
+    parser.add_argument("--conf", action="append", default=[], type=options.spark_conf, metavar="KEY=VALUE",
                         help="a setting for the local Spark session, e.g. spark.hadoop.fs.s3a.* for the "
                         "checkpoint's file system; repeatable")
 
@@ -44,8 +45,6 @@ def refuse_missing_local_path(checkpoint: str) -> None:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    from txstate_spark.operate_gateway import session_for
-
     refuse_missing_local_path(args.checkpoint)
     with session_for(None, dict(args.conf)) as spark:
         result = inspect(spark, args.checkpoint, progress=ProgressLine(sys.stderr, "inspect"))

@@ -1,4 +1,4 @@
-"""Keyword options -> Spark settings (txstate_spark.settings), without a JVM: option names in snake
+"""Keyword options -> Spark settings (txstate_spark.settings.values), without a JVM: option names in snake
 or camel case, values as Spark strings, and the errors a wrong name or value gets (each names it).
 The values each setting takes are in test_setting_cases.py (the table the jar is tested on too)."""
 
@@ -19,8 +19,9 @@ from txstate_spark import (
     configure,
 )
 from txstate_spark import session
-from txstate_spark.setting_spec import SETTINGS
-from txstate_spark.settings import checked_spark_conf, setting_key, setting_value, snake_case, spark_settings
+from txstate_spark.settings.names import setting_key, snake_case
+from txstate_spark.settings.spec import SETTINGS
+from txstate_spark.settings.values import checked_spark_conf, setting_value, spark_settings
 
 PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 

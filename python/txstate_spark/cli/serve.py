@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import List
 
-from txstate_spark import cli_settings
+from txstate_spark.cli import options
 from txstate_spark.errors import TxStateConfigurationError
 from txstate_spark.jar import jar_path
 
@@ -80,7 +80,7 @@ def add_serve(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -
     serve.add_argument("--max-page", type=int, metavar="N", help="largest page 'limit' (default 10000)")
     serve.add_argument("--max-concurrent", type=int, metavar="N",
                        help="queries answered at once; more get 503 (default 16)")
-    serve.add_argument("--conf", action="append", default=[], type=cli_settings.spark_conf, metavar="KEY=VALUE",
+    serve.add_argument("--conf", action="append", default=[], type=options.spark_conf, metavar="KEY=VALUE",
                        help="spark.hadoop.* (the checkpoint's file system) or "
                        "spark.sql.streaming.stateStore.txstate.* (RocksDB memory; checked at once); repeatable")
     serve.add_argument("--java-option", action="append", default=[], metavar="OPT",

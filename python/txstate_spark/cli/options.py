@@ -11,7 +11,7 @@ import argparse
 from typing import Callable, Tuple, TypeVar
 
 from txstate_spark.errors import TxStateSettingError
-from txstate_spark.settings import checked_spark_conf, operator_ttl_settings, setting_value
+from txstate_spark.settings.values import checked_spark_conf, operator_ttl_settings, setting_value
 
 T = TypeVar("T")
 
