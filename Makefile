@@ -75,7 +75,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 .PHONY: help publish-local demo demo-jar docs test test-jvm test-python test-soak-short test-lane-two jvm-all test-unit test-dfs test-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick bench-plots clean \
 	soak stress storm
 
-# `make` alone: the venv, as before there was a help target.
+# `make` alone installs the venv and nothing else.
 .DEFAULT_GOAL := venv
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt requirements-docs.txt
@@ -139,9 +139,9 @@ demo-jar: $(VENV)/.installed
 # The JVM side is one sbt run (each start of sbt loads the build's settings for half a minute or more):
 # the Scala tests, conformance, every line's jar and the newest line's test classpath for the DFS
 # cluster, in the order test-jvm, conformance and test-python would run them. Then two lanes of pytest
-# run side by side, since one keeps only about three of every four core-seconds busy (Spark's driver
-# waits on its tasks, the tests on batches); more lanes would only slow each other, since two already
-# keep both cores busy. The lanes: the newest line's tests but LANE_TWO, and LANE_TWO followed by the
+# run side by side, since one leaves the cores idle part of the time (Spark's driver waits on its
+# tasks, the tests on batches); more lanes would only slow each other, since two already keep both
+# cores busy. The lanes: the newest line's tests but LANE_TWO, and LANE_TWO followed by the
 # older lines (--keep-going: a failure of one does not skip the other). The second lane's output goes
 # to target/test-lines.log and is printed when both end.
 test: $(VENV)/.installed
