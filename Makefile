@@ -1,20 +1,26 @@
-# txstate-spark: the commands users and CI run. Everything is installed on first use.
-#   make demo   build the jar and run a real streaming job on local Spark with our provider (DEMO_ARGS=--metrics)
-#   make test   every Spark line: sbt tests, Spark's conformance suite, pytest against real Spark
-#   make test-unit  the Python unit tests alone (no JVM, no jar): about a second
-#   make docs   the user guide (MkDocs, docs/ and mkdocs.yml) into target/site, --strict (part of make test)
-#   make conformance  Spark's own state store conformance suite against our provider (part of make test)
-#   make jar    the plugin jars alone, one per Spark line (spark-submit --jars, Databricks cluster library)
-#   make wheel  dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
-#   make publish-local DIR=<dir>  every line's Maven artifacts (jar, POM, sources, javadoc, checksums)
-#               in a Maven repository layout under DIR (SPARK=<line>: that line's only)
-#   make soak   seeded executor/driver kills and restarts against a model (SOAK_KILLS, SOAK_SEED, SOAK_MINUTES)
-#   make stress the store layer's schedule-randomizing stress on the newest line (STRESS_SECONDS, STRESS_SEED)
-#   make storm  three queries restarted at random moments with readers beside, on one line (SPARK, STORM_RESTARTS, STORM_SEED)
+# txstate-spark: the commands users and CI run. Everything is installed on first use; `make` alone
+# installs the newest line's venv (.venv) and nothing else. `make help` prints this list.
+#   make demo                  build the jar and run a real streaming job on local Spark with our provider (DEMO_ARGS=--metrics)
+#   make test                  every Spark line: the guide, sbt tests, Spark's conformance suite, pytest against real Spark
+#   make test-unit             the Python unit tests alone (no JVM, no jar): about a second
+#   make test-dfs              a real HDFS under the checkpoint: the Scala provider test and tests/test_hdfs.py
+#   make test-s3               S3 (s3a against s3proxy on loopback) under the checkpoint; not part of make test
+#   make test-lines            the Python tests on each older Spark line, and the upgrade path
+#   make conformance           Spark's own state store conformance suite against our provider (part of make test)
+#   make docs                  the user guide (MkDocs, docs/ and mkdocs.yml) into target/site, --strict (part of make test)
+#   make jar                   the plugin jars alone, one per Spark line (spark-submit --jars, Databricks cluster library)
+#   make wheel                 dist/txstate_spark-<version>-py3-none-any.whl, with every line's jar inside
+#   make publish-local DIR=<dir>  every line's Maven artifacts (jar, POM, sources, javadoc, checksums) under DIR
+#   make soak                  seeded executor/driver kills and restarts against a model (SOAK_KILLS, SOAK_SEED, SOAK_MINUTES)
+#   make stress STRESS_SECONDS=<n>  the store layer's schedule-randomizing stress on the newest line (STRESS_SEED)
+#   make storm                 three queries restarted at random moments with readers beside (STORM_RESTARTS, STORM_SEED)
+#   make bench-<name>          one benchmark in full; bench-<name>-quick a short run, where it has one
+#   make bench / bench-quick   the store, streaming and memory benchmarks and their plots
+#   make clean                 delete what the build made (target/, dist/, the older lines' venvs)
 #
 # SPARK=<line> (3.5, 4.0, 4.1, 4.2, 4.3, or a row of project/spark-lines.tsv such as 3.5_2.13) narrows
-# jar, demo and conformance to one Spark line: `make jar SPARK=4.1`, `make demo SPARK=3.5` (3.5 is the
-# Scala 2.12 build, the one pyspark ships). demo runs on the newest line by default.
+# jar, demo, publish-local and conformance to one Spark line: `make jar SPARK=4.1`, `make demo SPARK=3.5`
+# (3.5 is the Scala 2.12 build, the one pyspark ships). demo runs on the newest line by default.
 
 SHELL := /bin/bash
 VERSION := $(shell cat VERSION)
@@ -66,17 +72,21 @@ export PYTHONPATH := $(CURDIR)/python
 export PYSPARK_PYTHON := $(CURDIR)/$(VPY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VPY)
 
-.PHONY: publish-local demo demo-jar docs test test-jvm test-python test-soak-short test-lane-two jvm-all test-unit test-dfs bench-dfs test-s3 bench-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick clean \
-	bench-store bench-store-quick bench-streaming bench-streaming-quick bench-fresh-app bench-memory bench-memory-quick bench-plots \
-	bench-migrate bench-migrate-quick bench-rescale bench-query bench-query-quick bench-follower bench-follower-quick \
-	bench-format bench-format-quick bench-scaling bench-scaling-quick bench-many-stores soak stress storm
+.PHONY: help publish-local demo demo-jar docs test test-jvm test-python test-soak-short test-lane-two jvm-all test-unit test-dfs test-s3 test-lines test-lines-full test-migration-full test-rescale-full conformance jar wheel venv venvs older-venvs bench bench-quick bench-plots clean \
+	soak stress storm
 
+# `make` alone installs the venv and nothing else.
+.DEFAULT_GOAL := venv
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt requirements-docs.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet -r requirements-dev.txt -r requirements-docs.txt
 	touch $@
+
+help:
+	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
+	@echo "benchmarks: $(sort $(BENCHES)) (quick runs: $(sort $(QUICK_BENCHES)))"
 
 # A venv per older Spark line: that line's pyspark from PyPI and the same test tools, within that
 # pyspark's constraints where it has some (tests/constraints/pyspark-<version>.txt).
@@ -129,9 +139,9 @@ demo-jar: $(VENV)/.installed
 # The JVM side is one sbt run (each start of sbt loads the build's settings for half a minute or more):
 # the Scala tests, conformance, every line's jar and the newest line's test classpath for the DFS
 # cluster, in the order test-jvm, conformance and test-python would run them. Then two lanes of pytest
-# run side by side, since one keeps only about three of every four core-seconds busy (Spark's driver
-# waits on its tasks, the tests on batches); more lanes would only slow each other, since two already
-# keep both cores busy. The lanes: the newest line's tests but LANE_TWO, and LANE_TWO followed by the
+# run side by side, since one leaves the cores idle part of the time (Spark's driver waits on its
+# tasks, the tests on batches); more lanes would only slow each other, since two already keep both
+# cores busy. The lanes: the newest line's tests but LANE_TWO, and LANE_TWO followed by the
 # older lines (--keep-going: a failure of one does not skip the other). The second lane's output goes
 # to target/test-lines.log and is printed when both end.
 test: $(VENV)/.installed
@@ -211,22 +221,12 @@ test-dfs: $(JARS_BUILT) $(VENV)/.installed
 	$(SBT) "$(call sbt_project,$(NEWEST))/testOnly txstate.spark.HdfsCheckpointTest"
 	$(VPY) -m pytest tests/test_hdfs.py
 
-# Requests and bytes per micro-batch per store on HDFS, txstate against Spark's RocksDB provider
-# (changelog on): bench/results/dfs-requests-<timestamp>.md.
-bench-dfs: $(JARS_BUILT) $(DFS_CLASSPATH)
-	$(VPY) bench/dfs_requests.py
-
 # S3 under the checkpoint: s3a:// (hadoop-aws + the AWS SDK modules it uses) against s3proxy on
 # loopback (docs/reliability.md, "S3"). Not in `make test`: see that section for why.
 $(S3_CLASSPATH): build.sbt
 	$(SBT) s3/s3Classpath
 test-s3: $(JARS_BUILT) $(VENV)/.installed $(S3_CLASSPATH)
 	$(VPY) -m pytest tests/test_s3.py
-
-# Requests and bytes per micro-batch per store on S3 (PUT, COPY, GET, HEAD, LIST, DELETE), txstate
-# against Spark's RocksDB provider (changelog on): bench/results/s3-requests-<timestamp>.md.
-bench-s3: $(JARS_BUILT) $(S3_CLASSPATH)
-	$(VPY) bench/dfs_requests.py --fs s3
 
 # Every equivalence case migrated in every direction and rescaled both ways (CI runs every case
 # hdfs -> txstate, and one case per state shape in the other directions and rescaled).
@@ -304,80 +304,76 @@ storm: $(JARS_BUILT) $(call venv_of,$(LINE))/.installed
 
 # Benchmarks: txstate vs Spark's built-in providers, measured in the same run. Each prints a markdown
 # table with the command that reproduces it and writes bench/results/<kind>-<timestamp>.md (+ .json).
-#   store      StateStoreProvider API in one JVM, plus raw rocksdbjni (Scala, bench/src)
-#   format     storage format 2 (stamped rows) vs format 1 (0.1.0) updates/s and bytes per entry, and
-#              the cost of TTL expiry, one JVM through the store layer (Scala, bench/src; quick: CI-sized)
-#   streaming  aggregation, dropDuplicates, stream-stream join on local[2] (bench/streaming_bench.py)
-#   memory     peak executor RSS of one huge batch on local-cluster (bench/memory_bench.py)
-#   migrate    rows/s and peak RSS of `migrate` for a 5M-key aggregation (bench/migration_bench.py)
-#   scaling    updates/s, commit p50 and peak RSS per provider at 1M, 10M and 50M keys, uniform and Zipf,
-#              one JVM per run with the same heap (bench/scaling_bench.py; about an hour; quick: 100k/300k)
-#   plots      docs/bench/*.png from the newest results (installs bench/requirements.txt on demand)
-# Point-query latency: the py4j query API, the txstate data source and Spark's statestore source,
-# local, local-cluster and behind a Spark Connect server.
-bench-query-quick: $(JARS_BUILT)
-	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/query_latency.py --keys 20000 --queries 100
-bench-query: $(JARS_BUILT)
-	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/query_latency.py
-
-# Followers: lag while the leader runs, point reads and start-up against Spark's state data source.
-bench-follower-quick: $(JARS_BUILT)
-	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/follower_bench.py --keys 10000 --batches 12 --queries 100
-bench-follower: $(JARS_BUILT)
-	TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/follower_bench.py
+# `make bench-<name>` runs one in full; `make bench-<name>-quick`, where it has one, a short run.
+#   store       StateStoreProvider API in one JVM, plus raw rocksdbjni (Scala, bench/src)
+#   format      storage format 2 (stamped rows) vs format 1 (0.1.0) updates/s and bytes per entry, and
+#               the cost of TTL expiry, one JVM through the store layer (Scala, bench/src; quick: CI-sized;
+#               the target is format 1's updates/s within 5%)
+#   streaming   aggregation, dropDuplicates, stream-stream join on local[2] (bench/streaming_bench.py)
+#   fresh-app   the whole job as a first streaming job meets it: each provider in a fresh application,
+#               every batch, and small batches over 1M keys of state (bench/fresh_app_bench.py)
+#   memory      peak executor RSS of one huge batch on local-cluster (bench/memory_bench.py)
+#   many-stores a join and an aggregation at 100, 200 and 400 shuffle partitions on one executor, every
+#               provider, median batch time and the executor's peak RSS (bench/many_stores_bench.py)
+#   migrate     rows/s and peak RSS of `migrate` for a 5M-key aggregation (bench/migration_bench.py);
+#               rescale: the in-place rescale alone, at 1M keys
+#   scaling     updates/s, commit p50 and peak RSS per provider at 1M, 10M and 50M keys, uniform and Zipf,
+#               one JVM per run with the same heap (bench/scaling_bench.py; about an hour; quick: 100k/300k)
+#   query       point-query latency: the py4j query API, the txstate data source and Spark's statestore
+#               source, local, local-cluster and behind a Spark Connect server (bench/query_latency.py)
+#   follower    followers: lag while the leader runs, point reads and start-up against Spark's state
+#               data source (bench/follower_bench.py)
+#   dfs, s3     requests and bytes per micro-batch per store with the checkpoint on HDFS or S3, txstate
+#               against Spark's RocksDB provider (changelog on) (bench/dfs_requests.py; see test-dfs, test-s3)
+#   plots       docs/bench/*.png from the newest results (installs bench/requirements.txt on demand)
+#
+# Each benchmark is declared once, by name: BENCH.<name> is its runner (one of the three below) and
+# what it runs, FULL.<name> the full run's arguments, QUICK.<name> the quick run's (none: no quick run),
+# NEEDS.<name> what it needs besides the jars.
+bench_py = $(VPY) bench/$(1) $(2)
+bench_py_jar = TXSTATE_SPARK_JAR=$(CURDIR)/$(call jar_of,$(LINE)) PYTHONPATH=python $(VPY) bench/$(1) $(2)
+bench_sbt = $(SBT) "bench/runMain txstate.bench.$(1) $(2)"
+BENCH.store := bench_sbt StoreBench
+FULL.store := --full
+QUICK.store := --quick
+BENCH.format := bench_sbt FormatBench
+FULL.format := --full
+QUICK.format := --quick
+BENCH.streaming := bench_py streaming_bench.py
+QUICK.streaming := --quick
+BENCH.fresh-app := bench_py fresh_app_bench.py
+BENCH.memory := bench_py memory_bench.py
+QUICK.memory := --quick
+BENCH.many-stores := bench_py many_stores_bench.py
+BENCH.migrate := bench_py migration_bench.py
+QUICK.migrate := --quick
+BENCH.rescale := bench_py migration_bench.py
+FULL.rescale := --keys 1000000 --in-place-only
+BENCH.scaling := bench_py scaling_bench.py
+QUICK.scaling := --keys 100000,300000 --batches 3 --updates 50000
+BENCH.query := bench_py_jar query_latency.py
+QUICK.query := --keys 20000 --queries 100
+BENCH.follower := bench_py_jar follower_bench.py
+QUICK.follower := --keys 10000 --batches 12 --queries 100
+BENCH.dfs := bench_py dfs_requests.py
+NEEDS.dfs := $(DFS_CLASSPATH)
+BENCH.s3 := bench_py dfs_requests.py
+FULL.s3 := --fs s3
+NEEDS.s3 := $(S3_CLASSPATH)
+BENCHES := $(patsubst BENCH.%,%,$(filter BENCH.%,$(.VARIABLES)))
+QUICK_BENCHES := $(foreach name,$(BENCHES),$(if $(QUICK.$(name)),$(name)))
+# $(call bench_run,<name>,<arguments>): the command line of one run.
+bench_run = $(strip $(call $(word 1,$(BENCH.$(1))),$(word 2,$(BENCH.$(1))),$(2)))
+.PHONY: $(BENCHES:%=bench-%) $(QUICK_BENCHES:%=bench-%-quick)
+$(foreach name,$(BENCHES),$(eval bench-$(name): $(JARS_BUILT) $(NEEDS.$(name))))
+$(foreach name,$(QUICK_BENCHES),$(eval bench-$(name)-quick: $(JARS_BUILT) $(NEEDS.$(name))))
+$(BENCHES:%=bench-%): bench-%:
+	$(call bench_run,$*,$(FULL.$*))
+$(QUICK_BENCHES:%=bench-%-quick): bench-%-quick:
+	$(call bench_run,$*,$(QUICK.$*))
 
 bench-quick: bench-store-quick bench-streaming-quick bench-memory-quick bench-plots
 bench: bench-store bench-streaming bench-memory bench-plots
-
-bench-store-quick: $(JARS_BUILT)
-	$(SBT) "bench/runMain txstate.bench.StoreBench --quick"
-
-bench-store: $(JARS_BUILT)
-	$(SBT) "bench/runMain txstate.bench.StoreBench --full"
-
-# Storage format 2 vs format 1 (target: within 5% of format 1's updates/s) and the cost of TTL expiry.
-bench-format-quick: $(JARS_BUILT)
-	$(SBT) "bench/runMain txstate.bench.FormatBench --quick"
-
-bench-format: $(JARS_BUILT)
-	$(SBT) "bench/runMain txstate.bench.FormatBench --full"
-
-bench-streaming-quick: $(JARS_BUILT)
-	$(VPY) bench/streaming_bench.py --quick
-
-bench-streaming: $(JARS_BUILT)
-	$(VPY) bench/streaming_bench.py
-
-# The whole job as a first streaming job meets it: each provider in a fresh application, every
-# batch, and small batches over 1M keys of state (bench/results/fresh-app-<timestamp>.md).
-bench-fresh-app: $(JARS_BUILT)
-	$(VPY) bench/fresh_app_bench.py
-
-bench-memory-quick: $(JARS_BUILT)
-	$(VPY) bench/memory_bench.py --quick
-
-bench-memory: $(JARS_BUILT)
-	$(VPY) bench/memory_bench.py
-
-bench-scaling-quick: $(JARS_BUILT)
-	$(VPY) bench/scaling_bench.py --keys 100000,300000 --batches 3 --updates 50000
-
-bench-scaling: $(JARS_BUILT)
-	$(VPY) bench/scaling_bench.py
-
-# Many stores on one executor: a join and an aggregation at 100, 200 and 400 shuffle partitions,
-# every provider, median batch time and the executor's peak RSS (bench/many_stores_bench.py).
-bench-many-stores: $(JARS_BUILT)
-	$(VPY) bench/many_stores_bench.py
-
-bench-migrate-quick: $(JARS_BUILT)
-	$(VPY) bench/migration_bench.py --quick
-
-bench-migrate: $(JARS_BUILT)
-	$(VPY) bench/migration_bench.py
-
-bench-rescale: $(JARS_BUILT)
-	$(VPY) bench/migration_bench.py --keys 1000000 --in-place-only
 
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(VPY) -m pip install --quiet -r bench/requirements.txt

@@ -25,7 +25,7 @@ import LineProjects.{lines, lineOf, newestLine, hadoopVersion, sparkJvmFlags, ve
 
 // One forked test JVM per core: two lines' Scala tests run at once on two cores. sbt's default
 // restrictions allow one forked test group at a time, and adding a limit only narrows them, so the
-// whole set is replaced (with sbt's other two defaults kept). Six test JVMs at once starved each
+// whole set is replaced (with sbt's other two defaults kept). More test JVMs than cores starve each
 // other's threads for whole seconds, unfair to the tests that wait on another thread's work.
 val cores = java.lang.Runtime.getRuntime.availableProcessors.max(1)
 Global / concurrentRestrictions := Seq(Tags.limitAll(cores), Tags.limit(Tags.ForkedTestGroup, cores),

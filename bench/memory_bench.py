@@ -1,4 +1,4 @@
-"""Memory benchmark (issue 5, issue 7 part 5): peak executor memory of one huge micro-batch, txstate
+"""Memory benchmark: peak executor memory of one huge micro-batch, txstate
 against Spark's RocksDB provider, in the same run.
 
   .venv/bin/python bench/memory_bench.py --quick     (part of `make bench-quick`)

@@ -1,4 +1,4 @@
-"""Streaming-level benchmark (issue 7, part 4): real streaming queries on `local[2]`, txstate
+"""Streaming-level benchmark: real streaming queries on `local[2]`, txstate
 against Spark's RocksDB provider (changelog checkpointing on and off) and the HDFS-backed one.
 
   .venv/bin/python bench/streaming_bench.py --quick      (part of `make bench-quick`)
@@ -34,8 +34,8 @@ from bench_common import (CHANGELOG_CONF, PROVIDER_CLASS_CONF, STREAMING_PEERS, 
 from streaming_data import FULL, QUICK, DataSize, write_inputs
 from streaming_workloads import WORKLOADS, Workload
 
-TARGET = 0.8  # issue 7: txstate's streaming batch duration at most 0.8x the built-in RocksDB provider's
-# Issue 17: batch duration against Spark's RocksDB provider with changelog on, per workload.
+TARGET = 0.8  # the speed target: txstate's batch duration at most 0.8x each of Spark's RocksDB provider's variants
+# The stricter targets per workload, against Spark's RocksDB provider with changelog on.
 FASTER_TARGETS = {"aggregation": 0.8, "dropDuplicates": 0.6, "join": 0.6}
 RUN_TIMEOUT_S = 900
 
@@ -222,9 +222,9 @@ def render(stamp: str, mode: str, size: DataSize, repetitions: int, peers: list[
         for metric, label in (("trigger_ms", "batch ms"), ("state_ms", "state op ms")):
             rows.append([workload, label] + [fmt_ratio_spread(by_peer[p.name][f"ratio_{metric}"]) for p in others])
     lines += [table(["workload", "metric"] + [p.label for p in others], rows, right_from=2), ""]
-    lines += [f"## Issue 7 target: batch duration ≤ {TARGET}× Spark's RocksDB provider's", ""]
+    lines += [f"## Target: batch duration ≤ {TARGET}× Spark's RocksDB provider's", ""]
     lines += [f"- {t}" for t in targets(stats, peers)]
-    lines += ["", "## Issue 17 targets: batch duration against Spark's RocksDB provider (changelog on)", ""]
+    lines += ["", "## Targets per workload: batch duration against Spark's RocksDB provider (changelog on)", ""]
     lines += [f"- {t}" for t in faster_targets(stats)]
     lines += [load_warning([s["load"].high for by in stats.values() for s in by.values() if s["load"]]), "## Setup", "",
               f"- {size.describe()}.",
@@ -249,7 +249,7 @@ def fmt_ratio_spread(s: Spread | None) -> str:
 
 
 def targets(stats: dict, peers: list[Peer]) -> list[str]:
-    """Issue 7's target per workload and RocksDB variant, on the paired batch-duration ratio."""
+    """The speed target per workload and RocksDB variant, on the paired batch-duration ratio."""
     result = []
     for workload, by_peer in stats.items():
         if "txstate" not in by_peer:
@@ -265,7 +265,7 @@ def targets(stats: dict, peers: list[Peer]) -> list[str]:
 
 
 def faster_targets(stats: dict) -> list[str]:
-    """Issue 17's targets: aggregation ≤ 0.8×, dropDuplicates and the join ≤ 0.6× Spark RocksDB (changelog on)."""
+    """The per-workload targets: aggregation ≤ 0.8×, dropDuplicates and the join ≤ 0.6× Spark RocksDB (changelog on)."""
     result = []
     for workload, limit in FASTER_TARGETS.items():
         r = stats.get(workload, {}).get("rocksdb-changelog", {}).get("ratio_trigger_ms")

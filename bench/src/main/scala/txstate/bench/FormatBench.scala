@@ -5,7 +5,7 @@ import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
 
 /**
- * The storage-format benchmark (issue 14), in one JVM and one run:
+ * The storage-format benchmark, in one JVM and one run:
  *  1. storage format 2 (a write stamp before every value) against format 1 (plain values, 0.1.0)
  *     on StoreBench's txstate workload, both formats alternating batch by batch: updates/s, the
  *     target (format 2 within 5% of format 1), bytes per entry on disk and per changelog;

@@ -3,7 +3,7 @@ package txstate.bench
 import scala.util.Try
 
 /**
- * The size of one storage-format benchmark run (issue 14), chosen on the command line.
+ * The size of one storage-format benchmark run, chosen on the command line.
  *
  * @param workload    part 1: StoreBench's workload (preload, batches of get + put, repetitions),
  *                    run once per storage format, the two formats alternating batch by batch

@@ -15,8 +15,8 @@ import txstate.compat.ScalaLibrary.Using
  * at commit). Same key and value bytes as the UnsafeRow encoding. RocksDB options mirror txstate's
  * engine (LZ4, 10-bit bloom filter, and txstate's default block cache and memtable sizes) except for `tuning`,
  * how index and filter blocks are cached: the limit keeps them outside the block cache, because
- * txstate's choice (in the 8 MiB cache, pinned for L0 only) collapses gets from ~100k/s to ~5k/s
- * once ~1M keys sit in one bottom-level file (`--only raw-txstate-options` shows it).
+ * txstate's choice (in the 8 MiB cache, pinned for L0 only) makes gets reload those blocks again and
+ * again once ~1M keys sit in one bottom-level file (`--only raw-txstate-options` shows by how much).
  *
  * With `changelog = true` each commit also writes every buffered entry to a local file first
  * (buffered stream, no fsync), the least a durable changelog costs.

@@ -1,7 +1,7 @@
 package txstate.bench
 
 /**
- * Issue 7's (and issue 17's checkpoint-size) store-level targets, checked against the ratios of the same run. Each line says the
+ * The store-level targets (speed, reopen and checkpoint size), checked against the ratios of the same run. Each line says the
  * target, the measured ratio and whether it is met, so a miss is as visible as a success.
  */
 object Targets {
@@ -19,11 +19,11 @@ object Targets {
           peer(Peers.rocksChangelog.name).map(p => tx.abortReopenMs / p.abortReopenMs), _ <= 0.01, Report.ratio(_, 1)),
         Target("warm reopen ≥ 20× faster than Spark RocksDB's (changelog on) reload",
           peer(Peers.rocksChangelog.name).map(p => p.coldReopenMs / tx.warmReopenMs), _ >= 20, x => Report.ratio(x, 1) + " faster"),
-        // Issue 17: what a checkpoint costs on an object store (changelogs are LZ4-encoded since format 2).
+        // What a checkpoint costs on an object store (format 2's changelogs are LZ4-encoded).
         Target("checkpoint bytes ≤ 1.0× Spark RocksDB (changelog on), same batches",
           peer(Peers.rocksChangelog.name).map(p => tx.checkpointBytes.toDouble / p.checkpointBytes), _ <= 1.0,
           Report.ratio(_, 1))) ++ (distribution match {
-          // Issue 17's store-level speed targets, each for the key distribution it names (1M keys in the full run).
+          // The speed targets per key distribution, each for the distribution it names (1M keys in the full run).
           case "zipf" => Seq(Target("Zipf keys: updates/s ≥ 1.5× Spark HDFS-backed", peer(Peers.hdfs.name).map(faster),
             _ >= 1.5, Report.ratio(_, 1)))
           case _ => Seq(Target("uniform keys: updates/s ≥ 2× Spark RocksDB (changelog on)",

@@ -14,8 +14,8 @@ import txstate.compat.CheckpointFileManager.CancellableFSDataOutputStream
  * Checkpoint files on a local disk, written atomically with a temporary file and rename(2).
  *
  * Hadoop's local file systems set permissions on create and rename by running `chmod`/`ls` in a
- * child process when the native Hadoop library is absent (as with pyspark): the benchmark showed
- * that fork/exec costing more than writing the changelog. Our files carry their own checksums, so
+ * child process when the native Hadoop library is absent (as with pyspark), and that fork/exec
+ * costs more than writing the changelog. Our files carry their own checksums, so
  * the `.crc` side files Hadoop's checksummed file system writes are not needed either.
  */
 final class LocalCheckpointFileManager(hadoopConf: Configuration) extends CheckpointFileManager with java.io.Closeable {

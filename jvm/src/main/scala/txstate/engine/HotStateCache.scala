@@ -69,8 +69,8 @@ final class HotStateCache(initialMaxBytes: Long, shardCount: Int = 16) {
   private def shardBudget: Long = budget / shardCount
 
   // The shard comes from the top bits of a multiplicative mix of the hash: each shard's hash map
-  // indexes its buckets by the low bits, and taking those for the shard too left 15 of every 16
-  // buckets empty (the benchmark saw the maps turn their buckets into trees).
+  // indexes its buckets by the low bits, and taking those for the shard too would leave 15 of every
+  // 16 buckets empty (and the maps would turn their crowded buckets into trees).
   private val shardShift = 32 - Integer.numberOfTrailingZeros(shardCount)
 
   private def shardOf(key: HotStateCache.Key): HotStateCache.Shard =

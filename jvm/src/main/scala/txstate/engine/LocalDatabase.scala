@@ -17,8 +17,8 @@ import txstate.compat.ScalaLibrary.Using
  * - `by_time`: the TTL index ([[TimeIndex]]), filled only while TTL is on;
  * - `commit`: the commit point and the in-flight marker.
  * `data` and `by_time` are created the first time something is written to them (most stores never
- * write either): each open family costs RocksDB about 70 KB of native memory outside any budget,
- * 280 MB over the 4,000 families of an executor with 2,000 store instances (docs/ARCHITECTURE.md,
+ * write either): each open family costs RocksDB native memory outside any budget, paid once per
+ * family per store instance, and an executor may hold thousands of instances (docs/ARCHITECTURE.md,
  * "Open files"). Until then they read as empty.
  * Families a newer build added are opened too (RocksDB requires it), so the commit point can say
  * which release wrote them. Owns the database and the handles; the option objects belong to the
@@ -68,7 +68,7 @@ private[engine] final class LocalDatabase private (
    * Told the row count of each batch committed; the first of `memtableFilterRows` rows or more turns
    * on a whole-key bloom filter in the user-row families' memtables, from their next memtable on.
    * A get searches the memtable before the table files, and with a large batch's rows in it that
-   * search was 40% of a get at 1M uniform keys; the filter answers most misses with one probe
+   * search dominates a get of a key the batch has not written; the filter answers most misses with one probe
    * (docs/ARCHITECTURE.md, "Memtable filters"). RocksDB sizes the filter from the write buffer, not
    * from the rows (1.3 MiB per memtable, charged to the native budget), so stores with small batches
    * (an executor may hold thousands) never get one. Best effort: a refused change (a full disk

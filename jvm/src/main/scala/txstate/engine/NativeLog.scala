@@ -9,8 +9,8 @@ import org.slf4j.LoggerFactory
 
 /**
  * Where RocksDB's own log lines go: the executor's log, tagged with the store's directory, instead of
- * a `LOG` file in each database directory. The file cost an open file per store instance for as long
- * as the store was open, and an executor hosting 2,000 instances ran out of descriptors
+ * a `LOG` file in each database directory. The file would cost an open file per store instance for as
+ * long as the store is open, which an executor hosting thousands of instances cannot afford
  * (docs/ARCHITECTURE.md, "Open files"). RocksDB's errors and warnings are what a user needs; its
  * informational lines (compactions, flushes, the options dump) are not asked of RocksDB at all.
  *

@@ -68,8 +68,8 @@ private[engine] object NativeOptions {
       val bloom = own(new BloomFilter(10, false))
       // Plain Java settings, no native handle of its own: RocksDB copies them into `dataOptions`.
       // Index and filter blocks live in the (bounded) block cache, partitioned with the top level
-      // pinned: whole index/filter blocks competing with data blocks in a small cache made every get
-      // at 1M keys reload them (about 150 us per get in the benchmark, against 9 us).
+      // pinned: whole index/filter blocks competing with data blocks in a small cache would make every
+      // get on a large store reload them (the store benchmark's `--only raw-txstate-options` shows it).
       val tableConfig = new BlockBasedTableConfig()
         .setBlockCache(cache)
         .setFilterPolicy(bloom)

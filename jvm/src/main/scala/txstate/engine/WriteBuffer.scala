@@ -27,8 +27,8 @@ private[engine] final class BytesKey(val bytes: Array[Byte]) {
 /**
  * The uncommitted writes of one transaction: point writes plus range deletes.
  *
- * Point writes live in a hash index, because most batches only get and put (the benchmark showed
- * a sorted map's lookups costing as much as RocksDB's), packed into a few large arrays
+ * Point writes live in a hash index, because most batches only get and put (and a sorted map's
+ * lookups cost about as much as RocksDB's), packed into a few large arrays
  * ([[PackedRows]]: docs/ARCHITECTURE.md, "The heap of a batch"). A lookup copies the value out. A
  * sorted view is built the first time something needs order (an iterator or a range delete) and
  * kept up to date from then on: a concurrent skip list, because Spark removes keys while it

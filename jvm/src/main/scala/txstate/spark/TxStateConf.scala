@@ -40,8 +40,8 @@ object TxStateConf {
    * heap: on YARN and Kubernetes it must fit in `spark.executor.memoryOverhead`, by default 10% of
    * the executor's memory and at least 384 MiB, next to the JVM's own native memory (metaspace,
    * thread stacks, Netty). 256 MiB fits a 4 GiB executor's 410 MiB overhead with room for that, and
-   * on a 16 GiB one still caches the blocks of several GiB of state; before the budget, 200 stores
-   * took 1.6 GiB of block cache alone.
+   * on a 16 GiB one still caches the blocks of several GiB of state; a cache per store instead would
+   * grow with the number of stores an executor hosts.
    */
   lazy val defaultNativeMemoryBytes: Long = amount(Map.empty, "maxNativeMemoryMB")
 
