@@ -141,13 +141,13 @@ def render(stamp: str, size: DataSize, small: tuple[int, int, int], runs: list[d
                 continue
             first = ratio(median_of(mine, lambda r: r["batches"][0]["trigger_ms"]),
                           median_of(other, lambda r: r["batches"][0]["trigger_ms"]))
-            steady = ratio(median_of(mine, steady), median_of(other, steady))
+            steady_ratio = ratio(median_of(mine, steady), median_of(other, steady))
             wall = ratio(median_of(mine, lambda r: r.get("seconds")), median_of(other, lambda r: r.get("seconds")))
-            rows.append([workload, peer.label, fmt_ratio(first), fmt_ratio(steady), fmt_ratio(wall)])
-            if peer.name in TARGETS and steady is not None:
+            rows.append([workload, peer.label, fmt_ratio(first), fmt_ratio(steady_ratio), fmt_ratio(wall)])
+            if peer.name in TARGETS and steady_ratio is not None:
                 limit = TARGETS[peer.name]
-                verdicts.append(f"{workload}: steady batch time ≤ {limit}× {peer.label}: {fmt_ratio(steady)} — "
-                                f"{'met' if steady <= limit else 'MISSED'}")
+                verdicts.append(f"{workload}: steady batch time ≤ {limit}× {peer.label}: {fmt_ratio(steady_ratio)} — "
+                                f"{'met' if steady_ratio <= limit else 'MISSED'}")
     lines += [table(["workload", "peer", "batch 0", f"median b{size.warmup_batches}+", "app wall"], rows,
                     right_from=2), ""]
     if small_runs:
