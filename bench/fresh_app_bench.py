@@ -5,13 +5,13 @@ apart from the steady ones; and a small-batch run, 1,000 rows per batch over 1M 
   .venv/bin/python bench/fresh_app_bench.py [--quick] [--repeat 3] [--only aggregation txstate ...]
   make bench-fresh-app
 
-Shape (issue 46): `local[2]`, 4 shuffle partitions, 8 batches of 60k rows over 300k keys
+Shape: `local[2]`, 4 shuffle partitions, 8 batches of 60k rows over 300k keys
 (aggregation, dropDuplicates; the join 12k rows per side over 80k keys), Trigger.AvailableNow with
 one parquet file per batch. Small batches: the aggregation, batch 0 brings 1M distinct keys, then
 40 batches of 1,000 rows drawn from them; p50 and p99 of those batches' time.
 
-On two cores one fresh application's steady batches move by up to 2× from run to run (the JIT's
-compiler threads take about as much CPU as the tasks while the first batches run), so each provider
+On two cores one fresh application's steady batches vary widely from run to run (the JIT's compiler
+threads compete with the tasks while the first batches run), so each provider
 runs `--repeat` applications per workload, interleaved in a rotating order; a provider's figure is the
 median over its applications of each one's steady median, shown with the spread.
 
