@@ -124,10 +124,13 @@ def render(stamp: str, size: DataSize, small: tuple[int, int, int], runs: list[d
     lines += ["## Each provider over its applications (ms)", "",
               f"The median over applications of each one's steady median (batches {size.warmup_batches} and on), "
               "and the range of those medians.", ""]
-    rows = [[w, p.name, str(len(of_provider(runs, w, p.name))),
-             fmt_num(median_of(of_provider(runs, w, p.name), lambda r: r["batches"][0]["trigger_ms"])),
-             fmt_num(median_of(of_provider(runs, w, p.name), steady)), spread(of_provider(runs, w, p.name), steady)]
-            for w in sorted({r["workload"] for r in runs}) for p in peers if of_provider(runs, w, p.name)]
+    rows = []
+    for w in sorted({r["workload"] for r in runs}):
+        for p in peers:
+            apps = of_provider(runs, w, p.name)
+            if apps:
+                rows.append([w, p.name, str(len(apps)), fmt_num(median_of(apps, lambda r: r["batches"][0]["trigger_ms"])),
+                             fmt_num(median_of(apps, steady)), spread(apps, steady)])
     lines += [table(["workload", "provider", "applications", "batch 0 (median)", "steady (median)", "steady range"],
                     rows, right_from=2), ""]
     verdicts: list[str] = []
